@@ -1,0 +1,120 @@
+// JSON-RPC 2.0 classification and encoding; see jsonrpc.h.
+#include "protocol/jsonrpc.h"
+
+#include <cmath>
+
+namespace lockroom::protocol {
+
+json id_to_json(const Id& id) {
+  if (const auto* n = std::get_if<std::int64_t>(&id)) return *n;
+  return std::get<std::string>(id);
+}
+
+std::string id_to_string(const Id& id) { return dump(id_to_json(id)); }
+
+namespace {
+
+// Reads an id if it has a legal type. Numbers must be integral (LSP's `integer`).
+std::optional<Id> read_id(const json& value) {
+  if (value.is_number_integer()) return Id{value.get<std::int64_t>()};
+  if (value.is_number_float()) {
+    double d = value.get<double>();
+    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15) return Id{static_cast<std::int64_t>(d)};
+    return std::nullopt;
+  }
+  if (value.is_string()) return Id{value.get<std::string>()};
+  return std::nullopt;
+}
+
+InvalidMessage invalid(std::optional<Id> id, std::string message) {
+  return InvalidMessage{std::move(id), RpcError{rpc_error::kInvalidRequest, std::move(message), nullptr}};
+}
+
+Message classify_object(json&& msg) {
+  std::optional<Id> id;
+  bool has_id = msg.contains("id");
+  if (has_id && !msg["id"].is_null()) {
+    id = read_id(msg["id"]);
+    if (!id) return invalid(std::nullopt, "invalid request: \"id\" must be an integer or a string, got " + dump(msg["id"]));
+  }
+
+  auto version = msg.find("jsonrpc");
+  if (version == msg.end() || !version->is_string() || version->get_ref<const std::string&>() != "2.0")
+    return invalid(id, "invalid request: \"jsonrpc\" must be \"2.0\"");
+
+  auto method = msg.find("method");
+  if (method != msg.end()) {
+    if (!method->is_string()) return invalid(id, "invalid request: \"method\" must be a string");
+    json params = nullptr;
+    if (auto p = msg.find("params"); p != msg.end()) {
+      if (!p->is_object() && !p->is_array() && !p->is_null())
+        return invalid(id, "invalid request: \"params\" must be an object or an array");
+      params = std::move(*p);
+    }
+    if (!has_id) return Notification{method->get<std::string>(), std::move(params)};
+    if (!id) return invalid(std::nullopt, "invalid request: \"id\" must not be null in a request");
+    return Request{*id, method->get<std::string>(), std::move(params)};
+  }
+
+  // No method: a response to one of our calls.
+  bool has_result = msg.contains("result");
+  bool has_error = msg.contains("error");
+  if (!has_result && !has_error) return invalid(id, "invalid request: a message needs \"method\", \"result\" or \"error\"");
+  if (has_result && has_error) return invalid(id, "invalid response: it carries both \"result\" and \"error\"");
+  if (!id) return invalid(std::nullopt, "invalid response: it has no usable \"id\"");
+  Response response{*id, std::nullopt, std::nullopt};
+  if (has_result) {
+    response.result = std::move(msg["result"]);
+  } else {
+    const json& e = msg["error"];
+    if (!e.is_object() || !e.contains("code") || !e["code"].is_number_integer())
+      return invalid(id, "invalid response: \"error\" must be an object with an integer \"code\"");
+    RpcError error{e["code"].get<int>(), "", nullptr};
+    if (auto m = e.find("message"); m != e.end() && m->is_string()) error.message = m->get<std::string>();
+    if (auto d = e.find("data"); d != e.end()) error.data = *d;
+    response.error = std::move(error);
+  }
+  return response;
+}
+
+}  // namespace
+
+Message classify(std::string_view text) {
+  json msg;
+  try {
+    msg = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // nlohmann's text names the position and the cause (including invalid UTF-8).
+    return InvalidMessage{std::nullopt, RpcError{rpc_error::kParseError, std::string("parse error: ") + e.what(), nullptr}};
+  }
+  if (msg.is_array())
+    return invalid(std::nullopt, "invalid request: batch messages are not supported; send one message per frame");
+  if (!msg.is_object()) return invalid(std::nullopt, "invalid request: a message must be a JSON object");
+  return classify_object(std::move(msg));
+}
+
+std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string encode_result(const Id& id, const json& result) {
+  return dump(json{{"jsonrpc", "2.0"}, {"id", id_to_json(id)}, {"result", result}});
+}
+
+std::string encode_error(const std::optional<Id>& id, const RpcError& error) {
+  json e{{"code", error.code}, {"message", error.message}};
+  if (!error.data.is_null()) e["data"] = error.data;
+  return dump(json{{"jsonrpc", "2.0"}, {"id", id ? id_to_json(*id) : json(nullptr)}, {"error", std::move(e)}});
+}
+
+std::string encode_request(const Id& id, std::string_view method, const json& params) {
+  json msg{{"jsonrpc", "2.0"}, {"id", id_to_json(id)}, {"method", method}};
+  if (!params.is_null()) msg["params"] = params;
+  return dump(msg);
+}
+
+std::string encode_notification(std::string_view method, const json& params) {
+  json msg{{"jsonrpc", "2.0"}, {"method", method}};
+  if (!params.is_null()) msg["params"] = params;
+  return dump(msg);
+}
+
+}  // namespace lockroom::protocol

@@ -1,0 +1,115 @@
+// ParamReader; see params.h.
+#include "protocol/params.h"
+
+namespace lockroom::protocol {
+
+namespace {
+const json& empty_object() {
+  static const json kEmpty = json::object();
+  return kEmpty;
+}
+
+std::string describe(const json& value) {
+  std::string text = dump(value);
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+}  // namespace
+
+ParamReader::ParamReader(const json& params, std::string prefix) : prefix_(std::move(prefix)) {
+  if (params.is_null()) {
+    object_ = &empty_object();
+  } else if (params.is_object()) {
+    object_ = &params;
+  } else {
+    object_ = &empty_object();
+    error_ = RpcError{rpc_error::kInvalidParams,
+                      "invalid params: " + (prefix_.empty() ? std::string("params") : "\"" + prefix_.substr(0, prefix_.size() - 1) + "\"") +
+                          " must be an object, got " + describe(params),
+                      nullptr};
+  }
+}
+
+const json* ParamReader::find(const char* field, bool required) {
+  auto it = object_->find(field);
+  if (it == object_->end() || it->is_null()) {
+    if (required) fail(field, "is required");
+    return nullptr;
+  }
+  return &*it;
+}
+
+void ParamReader::fail(const char* field, const std::string& problem) {
+  if (error_) return;  // the first problem is the one reported
+  error_ = RpcError{rpc_error::kInvalidParams, "invalid params: \"" + path(field) + "\" " + problem, nullptr};
+}
+
+void ParamReader::type_error(const char* field, const char* expected, const json& got) {
+  fail(field, std::string("must be ") + expected + ", got " + describe(got));
+}
+
+std::optional<std::string> ParamReader::string(const char* field, bool required) {
+  const json* v = find(field, required);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return type_error(field, "a string", *v), std::nullopt;
+  return v->get<std::string>();
+}
+
+std::optional<std::int64_t> ParamReader::integer(const char* field, bool required, std::int64_t min, std::int64_t max) {
+  const json* v = find(field, required);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) return type_error(field, "an integer", *v), std::nullopt;
+  if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    fail(field, "is out of range (at most " + std::to_string(max) + ")");
+    return std::nullopt;
+  }
+  std::int64_t n = v->get<std::int64_t>();
+  if (n < min || n > max) {
+    fail(field, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + std::to_string(n));
+    return std::nullopt;
+  }
+  return n;
+}
+
+std::optional<bool> ParamReader::boolean(const char* field, bool required) {
+  const json* v = find(field, required);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return type_error(field, "true or false", *v), std::nullopt;
+  return v->get<bool>();
+}
+
+std::optional<std::vector<std::string>> ParamReader::strings(const char* field, bool required) {
+  const json* v = find(field, required);
+  if (!v) return std::nullopt;
+  if (!v->is_array()) return type_error(field, "an array of strings", *v), std::nullopt;
+  std::vector<std::string> out;
+  out.reserve(v->size());
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const json& item = (*v)[i];
+    if (!item.is_string()) {
+      fail(field, "must be an array of strings, but item " + std::to_string(i) + " is " + describe(item));
+      return std::nullopt;
+    }
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+std::optional<json> ParamReader::any(const char* field, bool required) {
+  const json* v = find(field, required);
+  if (!v) return std::nullopt;
+  return *v;
+}
+
+std::optional<ParamReader> ParamReader::object(const char* field, bool required) {
+  const json* v = find(field, required);
+  if (!v) return std::nullopt;
+  if (!v->is_object()) return type_error(field, "an object", *v), std::nullopt;
+  return ParamReader(*v, path(field) + ".");
+}
+
+void ParamReader::merge(const ParamReader& nested) {
+  if (!error_ && nested.error_) error_ = nested.error_;
+}
+
+}  // namespace lockroom::protocol

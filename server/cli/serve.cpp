@@ -1,0 +1,90 @@
+// lockroom serve; see serve.h.
+#include "server/cli/serve.h"
+
+#include <csignal>
+
+#include <spdlog/spdlog.h>
+#include <uv.h>
+
+#include "server/common/uv_handle.h"
+#include "server/rpc/builtin_methods.h"
+#include "server/rpc/connection.h"
+#include "server/rpc/lsp_server.h"
+
+namespace lockroom::cli {
+
+namespace {
+
+// Stops the server gracefully on SIGTERM, SIGINT and SIGHUP.
+class SignalWatch {
+ public:
+  SignalWatch(uv_loop_t* loop, std::function<void(int)> on_signal) : on_signal_(std::move(on_signal)) {
+    for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
+      auto* handle = new_handle<uv_signal_t>(this);
+      uv_signal_init(loop, handle);
+      uv_signal_start(handle, [](uv_signal_t* h, int signum) {
+        if (auto* self = static_cast<SignalWatch*>(h->data)) self->on_signal_(signum);
+      }, signum);
+      handles_.push_back(handle);
+    }
+  }
+  ~SignalWatch() { close(); }
+  void close() {
+    for (auto*& h : handles_) close_handle(h);
+    handles_.clear();
+  }
+
+ private:
+  std::function<void(int)> on_signal_;
+  std::vector<uv_signal_t*> handles_;
+};
+
+}  // namespace
+
+int run_serve(const ServeOptions& options, const std::string& version) {
+  // A closed stdout must surface as EPIPE on write, not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  int exit_code = 1;
+  {
+    rpc::ConnectionOptions conn_options;
+    conn_options.framing = options.framing;
+    conn_options.max_message_bytes = options.max_message_bytes;
+    rpc::Connection connection(&loop, conn_options);
+    SignalWatch* signals = nullptr;
+    bool finishing = false;
+
+    auto finish = [&](int code) {
+      if (finishing) return;
+      finishing = true;
+      exit_code = code;
+      if (signals) signals->close();
+      connection.close([] {});
+    };
+    rpc::LspServer server(connection, protocol::ServerInfo{"lockroom", version}, finish);
+    rpc::register_builtin_methods(connection);
+    if (options.test_mode) rpc::register_test_methods(connection);
+
+    SignalWatch watch(&loop, [&](int signum) {
+      spdlog::info("received signal {}; shutting down", signum);
+      finish(server.lifecycle().exit_code());
+    });
+    signals = &watch;
+
+    if (auto started = connection.start([&] { server.editor_gone(); }); !started) {
+      spdlog::error("cannot start the server: {}", started.error().message);
+      finish(1);
+      exit_code = 1;
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    signals = nullptr;
+  }
+  // Destructors closed the remaining handles; let their close callbacks run.
+  uv_run(&loop, UV_RUN_DEFAULT);
+  if (int rc = uv_loop_close(&loop); rc != 0) spdlog::error("bug: handles left open at exit ({})", uv_strerror(rc));
+  return exit_code;
+}
+
+}  // namespace lockroom::cli

@@ -1,0 +1,259 @@
+// Dispatcher; see dispatcher.h.
+#include "server/rpc/dispatcher.h"
+
+#include <spdlog/spdlog.h>
+
+namespace lockroom::rpc {
+
+namespace rpc_error = protocol::rpc_error;
+
+namespace detail {
+
+// What replies need of the dispatcher. Held by shared_ptr so a Reply that outlives the
+// dispatcher (a handler's callback firing during teardown) finds it gone and does nothing.
+struct Outbox {
+  Dispatcher::Send send;
+  DispatcherStats stats;
+  std::unordered_map<std::string, std::weak_ptr<ReplyState>> in_flight;  // by id_to_string(id)
+};
+
+struct ReplyState {
+  std::weak_ptr<Outbox> outbox;
+  Id id;
+  std::string key;
+  std::string method;
+  bool replied = false;
+  bool cancelled = false;
+  std::vector<std::function<void()>> cancel_callbacks;
+
+  void send(const std::string& text) {
+    replied = true;
+    if (auto box = outbox.lock()) {
+      box->in_flight.erase(key);
+      box->send(text);
+    }
+  }
+
+  // A reply after the first is dropped; after a cancel it is expected, otherwise it is a bug.
+  bool claim(const char* what) {
+    if (!replied) return true;
+    if (cancelled) return false;
+    if (auto box = outbox.lock()) box->stats.double_replies++;
+    spdlog::error("bug: second reply ({}) to request {} ({}) was dropped", what, protocol::id_to_string(id), method);
+    return false;
+  }
+
+  void cancel() {
+    if (replied) return;
+    cancelled = true;
+    if (auto box = outbox.lock()) box->stats.cancelled++;
+    send(protocol::encode_error(id, RpcError{rpc_error::kRequestCancelled, "request " + protocol::id_to_string(id) + " (" + method + ") was cancelled", nullptr}));
+    auto callbacks = std::move(cancel_callbacks);
+    for (auto& fn : callbacks) {
+      try {
+        fn();
+      } catch (const std::exception& e) {
+        spdlog::error("cancel callback of {} threw: {}", method, e.what());
+      }
+    }
+  }
+
+  ~ReplyState() {
+    if (replied) return;
+    auto box = outbox.lock();
+    if (!box) return;
+    box->stats.dropped_replies++;
+    spdlog::error("bug: the handler for {} let go of request {} without replying", method, protocol::id_to_string(id));
+    try {
+      send(protocol::encode_error(id, RpcError{rpc_error::kInternalError, "internal error: " + method + " finished without a reply", nullptr}));
+    } catch (...) {
+      // A destructor must not throw; the transport logs its own failures.
+    }
+  }
+};
+
+}  // namespace detail
+
+void Reply::result(json value) const {
+  if (!state_->claim("result")) return;
+  state_->send(protocol::encode_result(state_->id, value));
+}
+
+void Reply::error(RpcError error) const {
+  if (!state_->claim("error")) return;
+  state_->send(protocol::encode_error(state_->id, error));
+}
+
+bool Reply::replied() const { return state_->replied; }
+bool Reply::cancelled() const { return state_->cancelled; }
+const Id& Reply::id() const { return state_->id; }
+const std::string& Reply::method() const { return state_->method; }
+
+void Reply::on_cancel(std::function<void()> fn) const {
+  if (state_->cancelled) {
+    fn();
+    return;
+  }
+  if (!state_->replied) state_->cancel_callbacks.push_back(std::move(fn));
+}
+
+Dispatcher::Dispatcher(Send send, Scheduler& scheduler, std::size_t max_pending_calls)
+    : outbox_(std::make_shared<detail::Outbox>()), scheduler_(scheduler), max_pending_calls_(max_pending_calls) {
+  outbox_->send = std::move(send);
+}
+
+Dispatcher::~Dispatcher() {
+  for (auto& [key, call] : calls_) scheduler_.cancel_timer(call.timer);
+}
+
+const DispatcherStats& Dispatcher::stats() const { return outbox_->stats; }
+std::size_t Dispatcher::requests_in_flight() const { return outbox_->in_flight.size(); }
+
+void Dispatcher::on_request(std::string method, RequestHandler handler) { requests_[std::move(method)] = std::move(handler); }
+
+void Dispatcher::on_notification(std::string method, NotificationHandler handler) {
+  notifications_[std::move(method)] = std::move(handler);
+}
+
+void Dispatcher::handle_message(std::string_view text) {
+  protocol::Message message = protocol::classify(text);
+  if (auto* request = std::get_if<protocol::Request>(&message)) return dispatch_request(std::move(*request));
+  if (auto* notification = std::get_if<protocol::Notification>(&message)) return dispatch_notification(std::move(*notification));
+  if (auto* response = std::get_if<protocol::Response>(&message)) return handle_response(std::move(*response));
+  auto& invalid = std::get<protocol::InvalidMessage>(message);
+  spdlog::warn("{}", invalid.error.message);
+  outbox_->send(protocol::encode_error(invalid.id, invalid.error));
+}
+
+void Dispatcher::handle_framing_error(const std::string& description) {
+  spdlog::warn("framing: {}", description);
+  outbox_->send(protocol::encode_error(std::nullopt, RpcError{rpc_error::kParseError, description, nullptr}));
+}
+
+void Dispatcher::dispatch_request(protocol::Request&& request) {
+  std::string key = protocol::id_to_string(request.id);
+  if (auto it = outbox_->in_flight.find(key); it != outbox_->in_flight.end() && !it->second.expired()) {
+    outbox_->send(protocol::encode_error(request.id, RpcError{rpc_error::kInvalidRequest,
+        "invalid request: id " + key + " is already in use by a request that has not been answered", nullptr}));
+    return;
+  }
+  auto state = std::make_shared<detail::ReplyState>();
+  state->outbox = outbox_;
+  state->id = request.id;
+  state->key = key;
+  state->method = request.method;
+  outbox_->in_flight[key] = state;
+  Reply reply(std::move(state));
+
+  if (gate_) {
+    GateDecision decision = gate_(request.method, true);
+    if (!decision.allow) return reply.error(std::move(decision.error));
+  }
+  auto handler = requests_.find(request.method);
+  if (handler == requests_.end()) {
+    return reply.error(rpc_error::kMethodNotFound, "unknown method \"" + request.method + "\"");
+  }
+  try {
+    handler->second(request.params, reply);
+  } catch (const std::exception& e) {
+    spdlog::error("handler for {} threw: {}", request.method, e.what());
+    if (!reply.replied()) reply.error(rpc_error::kInternalError, "internal error in " + request.method + ": " + e.what());
+  }
+}
+
+void Dispatcher::dispatch_notification(protocol::Notification&& notification) {
+  if (gate_ && !gate_(notification.method, false).allow) {
+    spdlog::debug("dropped notification {} in the current state", notification.method);
+    return;
+  }
+  if (notification.method == "$/cancelRequest") return cancel_incoming(notification.params);
+  auto handler = notifications_.find(notification.method);
+  if (handler == notifications_.end()) {
+    spdlog::debug("ignored unknown notification {}", notification.method);
+    return;
+  }
+  try {
+    handler->second(notification.params);
+  } catch (const std::exception& e) {
+    spdlog::error("handler for notification {} threw: {}", notification.method, e.what());
+  }
+}
+
+void Dispatcher::cancel_incoming(const json& params) {
+  if (!params.is_object() || !params.contains("id")) {
+    spdlog::warn("$/cancelRequest without an id ignored");
+    return;
+  }
+  const json& raw = params["id"];
+  if (!raw.is_number_integer() && !raw.is_string()) {
+    spdlog::warn("$/cancelRequest with an invalid id {} ignored", protocol::dump(raw));
+    return;
+  }
+  Id id = raw.is_string() ? Id{raw.get<std::string>()} : Id{raw.get<std::int64_t>()};
+  auto it = outbox_->in_flight.find(protocol::id_to_string(id));
+  if (it == outbox_->in_flight.end()) return;  // already answered: cancellation is advisory
+  if (auto state = it->second.lock()) state->cancel();
+}
+
+void Dispatcher::notify(std::string_view method, const json& params) {
+  outbox_->send(protocol::encode_notification(method, params));
+}
+
+void Dispatcher::call(std::string_view method, const json& params, std::chrono::milliseconds timeout, CallHandler done) {
+  if (calls_.size() >= max_pending_calls_) {
+    // Answer on a later turn of the loop, so callers never see their callback run re-entrantly.
+    std::string reason = "too many requests (" + std::to_string(calls_.size()) + ") are waiting for the client; " +
+                         std::string(method) + " was not sent";
+    scheduler_.start_timer(std::chrono::milliseconds(0), [done = std::move(done), reason] {
+      done(CallOutcome{nullptr, RpcError{rpc_error::kRequestFailed, reason, nullptr}});
+    });
+    return;
+  }
+  Id id{next_call_id_++};
+  std::string key = protocol::id_to_string(id);
+  std::string name(method);
+  auto timer = scheduler_.start_timer(timeout, [this, key, id, name, timeout] {
+    notify("$/cancelRequest", json{{"id", protocol::id_to_json(id)}});
+    finish_call(key, CallOutcome{nullptr, RpcError{rpc_error::kRequestCancelled,
+        "the client did not answer " + name + " within " + std::to_string(timeout.count()) + " ms", nullptr}});
+  });
+  calls_.emplace(key, PendingCall{name, timer, std::move(done)});
+  outbox_->send(protocol::encode_request(id, method, params));
+}
+
+void Dispatcher::handle_response(protocol::Response&& response) {
+  std::string key = protocol::id_to_string(response.id);
+  auto it = calls_.find(key);
+  if (it == calls_.end()) {
+    spdlog::warn("reply to unknown request id {} ignored", key);
+    return;
+  }
+  scheduler_.cancel_timer(it->second.timer);
+  CallOutcome outcome;
+  if (response.result) outcome.result = std::move(*response.result);
+  outcome.error = std::move(response.error);
+  finish_call(key, std::move(outcome));
+}
+
+void Dispatcher::finish_call(const std::string& key, CallOutcome outcome) {
+  auto it = calls_.find(key);
+  if (it == calls_.end()) return;
+  CallHandler done = std::move(it->second.done);
+  std::string method = std::move(it->second.method);
+  calls_.erase(it);
+  try {
+    done(std::move(outcome));
+  } catch (const std::exception& e) {
+    spdlog::error("reply handler for {} threw: {}", method, e.what());
+  }
+}
+
+void Dispatcher::fail_pending_calls(const std::string& reason) {
+  while (!calls_.empty()) {
+    auto it = calls_.begin();
+    scheduler_.cancel_timer(it->second.timer);
+    finish_call(it->first, CallOutcome{nullptr, RpcError{rpc_error::kRequestFailed, reason, nullptr}});
+  }
+}
+
+}  // namespace lockroom::rpc
