@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <uv.h>
 
+#include "server/cli/command.h"
 #include "server/common/uv_handle.h"
 #include "server/rpc/builtin_methods.h"
 #include "server/rpc/connection.h"
@@ -85,6 +86,29 @@ int run_serve(const ServeOptions& options, const std::string& version) {
   uv_run(&loop, UV_RUN_DEFAULT);
   if (int rc = uv_loop_close(&loop); rc != 0) spdlog::error("bug: handles left open at exit ({})", uv_strerror(rc));
   return exit_code;
+}
+
+void add_serve_command(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand("serve", "serve JSON-RPC to an editor over stdin/stdout");
+  auto options = std::make_shared<ServeOptions>();
+  auto framing = std::make_shared<std::string>("lsp");
+  auto stdio = std::make_shared<bool>(false);
+  cmd->add_flag("--stdio", *stdio, "talk over stdin/stdout (the only transport; accepted for editor clients)");
+  cmd->add_option("--framing", *framing, "lsp (Content-Length headers) or ndjson (one message per line)")
+      ->check(CLI::IsMember({"lsp", "ndjson"}))
+      ->capture_default_str();
+  cmd->add_option("--max-message-size", options->max_message_bytes, "largest accepted message, e.g. 64MiB")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 31));
+  cmd->add_flag("--test-mode", options->test_mode, "deterministic logs and test/* methods, for transcript tests");
+  cmd->callback([&ctx, options, framing, stdio] {
+    options->framing = *framing == "ndjson" ? rpc::FramingKind::kNdjson : rpc::FramingKind::kContentLength;
+    if (options->test_mode) {
+      ctx.log.deterministic = true;  // transcripts compare stderr text: no timestamps or pids
+      (void)setup_logging(ctx.log);  // the same options were already accepted once
+    }
+    ctx.exit_code = run_serve(*options, ctx.version);
+  });
 }
 
 }  // namespace lockroom::cli
