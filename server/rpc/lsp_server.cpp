@@ -16,8 +16,9 @@ LspServer::LspServer(Connection& connection, protocol::ServerInfo info, std::fun
     if (!reader.ok()) return reply.error(reader.error());
     client_ = std::move(client);
     lifecycle_.initialized();
-    spdlog::info("initialized by {} {}", client_.client_name.empty() ? "an unnamed client" : client_.client_name,
-                 client_.client_version);
+    std::string who = client_.client_name.empty() ? "an unnamed client" : client_.client_name;
+    if (!client_.client_version.empty()) who += " " + client_.client_version;
+    spdlog::info("initialized by {}", who);
     reply.result(protocol::initialize_result(info_));
   });
   d.on_notification("initialized", [](const json&) { spdlog::debug("client confirmed initialization"); });
