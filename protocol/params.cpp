@@ -95,6 +95,21 @@ std::optional<std::vector<std::string>> ParamReader::strings(const char* field, 
   return out;
 }
 
+std::optional<std::map<std::string, std::string>> ParamReader::string_map(const char* field, bool required) {
+  const json* v = find(field, required);
+  if (!v) return std::nullopt;
+  if (!v->is_object()) return type_error(field, "an object of strings", *v), std::nullopt;
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : v->items()) {
+    if (!value.is_string()) {
+      fail(field, "must map names to strings, but \"" + key + "\" is " + describe(value));
+      return std::nullopt;
+    }
+    out.emplace(key, value.get<std::string>());
+  }
+  return out;
+}
+
 std::optional<json> ParamReader::any(const char* field, bool required) {
   const json* v = find(field, required);
   if (!v) return std::nullopt;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ class ParamReader {
                                       std::int64_t max = INT64_MAX);
   std::optional<bool> boolean(const char* field, bool required);
   std::optional<std::vector<std::string>> strings(const char* field, bool required);
+  // An object whose values are all strings, e.g. environment variables.
+  std::optional<std::map<std::string, std::string>> string_map(const char* field, bool required);
   // Any JSON value; present-ness is the only check.
   std::optional<json> any(const char* field, bool required);
   // A nested object, read with its own reader whose errors carry the full dotted path. The

@@ -1,0 +1,188 @@
+// Sandbox and process wire types; see sandbox.h.
+#include "protocol/sandbox.h"
+
+#include <array>
+#include <utility>
+
+namespace lockroom::protocol {
+
+namespace {
+
+constexpr std::int64_t kMaxArgs = 4096;
+
+const std::array<std::pair<const char*, int>, 17> kSignals{{
+    {"HUP", 1}, {"INT", 2}, {"QUIT", 3}, {"KILL", 9}, {"USR1", 10}, {"USR2", 12}, {"PIPE", 13}, {"ALRM", 14}, {"TERM", 15},
+    {"CHLD", 17}, {"CONT", 18}, {"STOP", 19}, {"TSTP", 20}, {"TTIN", 21}, {"TTOU", 22}, {"WINCH", 28}, {"ABRT", 6},
+}};
+
+PtySize read_size(ParamReader& r) {
+  PtySize size;
+  size.cols = static_cast<int>(r.integer("cols", true, 1, 1000).value_or(80));
+  size.rows = static_cast<int>(r.integer("rows", true, 1, 1000).value_or(24));
+  return size;
+}
+
+}  // namespace
+
+std::optional<int> signal_number(const std::string& name) {
+  std::string bare = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
+  for (const auto& [n, num] : kSignals)
+    if (bare == n) return num;
+  return std::nullopt;
+}
+
+std::string signal_name(int number) {
+  for (const auto& [n, num] : kSignals)
+    if (num == number) return std::string("SIG") + n;
+  return "signal " + std::to_string(number);
+}
+
+SandboxCreateParams read_sandbox_create(ParamReader& reader) {
+  SandboxCreateParams out;
+  if (auto res = reader.object("resources", false)) {
+    out.resources.cpus = res->integer("cpus", false);
+    out.resources.memory_mib = res->integer("memoryMiB", false);
+    out.resources.disk_mib = res->integer("diskMiB", false);
+    out.resources.timeout_seconds = res->integer("timeoutSeconds", false);
+    out.resources.max_processes = res->integer("maxProcesses", false);
+    out.resources.max_output_bytes = res->integer("maxOutputBytes", false);
+    reader.merge(*res);
+  }
+  out.kits = reader.strings("kits", false).value_or(std::vector<std::string>{});
+  out.env = reader.string_map("env", false).value_or(std::map<std::string, std::string>{});
+  out.workspace = reader.string("workspace", false);
+  return out;
+}
+
+SandboxIdParams read_sandbox_id(ParamReader& reader) { return {reader.string("sandboxId", true).value_or("")}; }
+
+ProcessStartParams read_process_start(ParamReader& reader) {
+  ProcessStartParams out;
+  out.sandbox_id = reader.string("sandboxId", true).value_or("");
+  out.argv = reader.strings("argv", true).value_or(std::vector<std::string>{});
+  if (reader.ok() && out.argv.empty()) reader.fail("argv", "must name a program to run, e.g. [\"sh\", \"-c\", \"make\"]");
+  if (reader.ok() && static_cast<std::int64_t>(out.argv.size()) > kMaxArgs)
+    reader.fail("argv", "has " + std::to_string(out.argv.size()) + " items; at most " + std::to_string(kMaxArgs) + " are accepted");
+  out.cwd = reader.string("cwd", false);
+  out.env = reader.string_map("env", false).value_or(std::map<std::string, std::string>{});
+  if (auto pty = reader.object("pty", false)) {
+    out.pty = read_size(*pty);
+    reader.merge(*pty);
+  }
+  return out;
+}
+
+ProcessIdParams read_process_id(ParamReader& reader) { return {reader.string("processId", true).value_or("")}; }
+
+ProcessWriteParams read_process_write(ParamReader& reader) {
+  ProcessWriteParams out;
+  out.process_id = reader.string("processId", true).value_or("");
+  std::string data = reader.string("data", true).value_or("");
+  std::string encoding = reader.string("encoding", false).value_or("utf-8");
+  if (!reader.ok()) return out;
+  if (encoding == "base64") {
+    auto decoded = base64_decode(data);
+    if (!decoded) {
+      reader.fail("data", "is not valid base64");
+      return out;
+    }
+    out.data = std::move(*decoded);
+  } else if (encoding == "utf-8") {
+    out.data = std::move(data);
+  } else {
+    reader.fail("encoding", "must be \"utf-8\" or \"base64\", got \"" + encoding + "\"");
+  }
+  return out;
+}
+
+ProcessResizeParams read_process_resize(ParamReader& reader) {
+  ProcessResizeParams out;
+  out.process_id = reader.string("processId", true).value_or("");
+  out.size = read_size(reader);
+  return out;
+}
+
+ProcessSignalParams read_process_signal(ParamReader& reader) {
+  ProcessSignalParams out;
+  out.process_id = reader.string("processId", true).value_or("");
+  auto sig = reader.any("signal", true);
+  if (!sig) return out;
+  if (sig->is_number_integer()) {
+    auto n = sig->get<std::int64_t>();
+    if (n < 1 || n > 64) reader.fail("signal", "must be a signal number from 1 to 64, got " + std::to_string(n));
+    out.signal = static_cast<int>(n);
+  } else if (sig->is_string()) {
+    auto n = signal_number(sig->get<std::string>());
+    if (!n) reader.fail("signal", "names no signal lockroom knows: \"" + sig->get<std::string>() + "\" (try SIGTERM, SIGINT, SIGKILL)");
+    else out.signal = *n;
+  } else {
+    reader.fail("signal", "must be a signal name such as \"SIGTERM\" or a number");
+  }
+  return out;
+}
+
+json limits_json(const LimitsWire& l) {
+  return json{{"cpus", l.cpus},
+              {"memoryMiB", l.memory_mib},
+              {"diskMiB", l.disk_mib},
+              {"timeoutSeconds", l.timeout_seconds},
+              {"maxProcesses", l.max_processes},
+              {"maxOutputBytes", l.max_output_bytes}};
+}
+
+json process_output_json(const std::string& process_id, const std::string& stream, const std::string& data, bool base64) {
+  json out{{"processId", process_id}, {"stream", stream}, {"data", data}};
+  if (base64) out["encoding"] = "base64";
+  return out;
+}
+
+json process_exited_json(const std::string& process_id, std::optional<int> exit_code, std::optional<int> signal) {
+  json out{{"processId", process_id}};
+  if (exit_code) out["exitCode"] = *exit_code;
+  if (signal) out["signal"] = signal_name(*signal);
+  return out;
+}
+
+json state_changed_json(const std::string& sandbox_id, const std::string& state, const std::string& reason,
+                        const std::string& message) {
+  json out{{"sandboxId", sandbox_id}, {"state", state}, {"reason", reason}};
+  if (!message.empty()) out["message"] = message;
+  return out;
+}
+
+std::optional<std::string> base64_decode(const std::string& text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  if (text.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (std::size_t i = 0; i < text.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = text[i + static_cast<std::size_t>(k)];
+      if (c == '=' && i + 4 == text.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+      } else {
+        if (pad) return std::nullopt;  // data after padding
+        v[k] = value(c);
+        if (v[k] < 0) return std::nullopt;
+      }
+    }
+    std::uint32_t n = (static_cast<std::uint32_t>(v[0]) << 18) | (static_cast<std::uint32_t>(v[1]) << 12) |
+                      (static_cast<std::uint32_t>(v[2]) << 6) | static_cast<std::uint32_t>(v[3]);
+    out.push_back(static_cast<char>(n >> 16));
+    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xFF));
+    if (pad < 1) out.push_back(static_cast<char>(n & 0xFF));
+  }
+  return out;
+}
+
+}  // namespace lockroom::protocol
