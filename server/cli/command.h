@@ -22,5 +22,6 @@ struct CommandContext {
 void add_serve_command(CLI::App& app, CommandContext& ctx);
 void add_version_command(CLI::App& app, CommandContext& ctx);
 void add_doctor_command(CLI::App& app, CommandContext& ctx);
+void add_image_command(CLI::App& app, CommandContext& ctx);
 
 }  // namespace lockroom::cli

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   add_serve_command(app, ctx);
   add_version_command(app, ctx);
   add_doctor_command(app, ctx);
+  add_image_command(app, ctx);
 
   std::vector<std::string> args = normalise_args(app, argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector of arguments in reverse order

@@ -1,0 +1,56 @@
+// Guest images in lockroom's cache: `<cache>/images/<hash>/` holding `kernel` (an ELF vmlinux,
+// or the bzImage when it could not be unpacked), `initrd` (an uncompressed newc cpio) and
+// `manifest.json` (what went in, sizes, when it was made). `<cache>/images/current` names the
+// image the last build or first use chose. Folders appear only complete (built aside, then
+// renamed). Blocking file access: CLI or worker thread.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/common/result.h"
+
+namespace lockroom::vm::image {
+
+inline constexpr int kImageFormatVersion = 1;
+
+struct ImageManifest {
+  std::string hash;
+  int format_version = kImageFormatVersion;
+  std::string kernel_package;   // "linux-image-6.1.0-57-amd64"
+  std::string kernel_version;   // package version, "6.1.192-3"
+  std::string kernel_release;   // "6.1.0-57-amd64"
+  std::string kernel_format;    // "vmlinux" (ELF, PVH entry) or "bzImage"
+  std::uint64_t kernel_bytes = 0;
+  std::uint64_t initrd_bytes = 0;
+  std::vector<std::string> modules;  // in load order
+  std::string agent_path;
+  std::string agent_sha256;
+  std::vector<std::string> agent_libs;
+  std::string busybox_sha256;
+  std::string created;          // UTC, ISO 8601
+};
+
+nlohmann::json manifest_to_json(const ImageManifest& m);
+Result<ImageManifest> manifest_from_json(const nlohmann::json& j);
+
+struct GuestImage {
+  std::filesystem::path dir;
+  ImageManifest manifest;
+  std::filesystem::path kernel() const { return dir / "kernel"; }
+  std::filesystem::path initrd() const { return dir / "initrd"; }
+};
+
+std::filesystem::path images_dir(const std::filesystem::path& cache);
+Result<GuestImage> load_image(const std::filesystem::path& dir);
+// Every complete image, newest first; unreadable folders are skipped.
+std::vector<GuestImage> list_images(const std::filesystem::path& cache);
+std::optional<std::string> current_image_hash(const std::filesystem::path& cache);
+Result<void> set_current_image(const std::filesystem::path& cache, const std::string& hash);
+
+}  // namespace lockroom::vm::image

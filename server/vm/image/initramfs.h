@@ -1,0 +1,34 @@
+// Assembling the guest's initramfs: busybox and its applet links, the kernel modules in load
+// order, lockroom-agent with its shared libraries and loader, a few /etc files, and /init.
+//
+// plan_initramfs() turns the inputs into a CpioArchive (reading the host files it names);
+// nothing else is put in the guest. Blocking file reads: CLI or worker thread.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "server/common/result.h"
+#include "server/vm/image/cpio_writer.h"
+#include "server/vm/image/module_closure.h"
+
+namespace lockroom::vm::image {
+
+struct InitramfsInputs {
+  std::filesystem::path busybox;            // statically linked
+  std::vector<std::string> applets;         // names linked to busybox in /bin
+  std::filesystem::path modules_dir;        // lib/modules/RELEASE of the unpacked kernel
+  std::string release;                      // RELEASE
+  std::vector<ModuleFile> modules;          // in load order
+  std::filesystem::path agent;              // lockroom-agent on the host
+  std::vector<std::string> agent_libs;      // absolute host paths, the loader included
+  std::string init;                         // the /init script
+};
+
+Result<CpioArchive> plan_initramfs(const InitramfsInputs& inputs);
+
+// Reads a whole host file (following symlinks); fails with the path in the message.
+Result<std::string> read_host_file(const std::filesystem::path& path);
+
+}  // namespace lockroom::vm::image
