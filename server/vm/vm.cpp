@@ -142,7 +142,8 @@ void Vm::ready_result(Result<void> r) {
   if (watchdog_) uv_timer_stop(watchdog_);
   bool ok = r.ok();
   auto alive = alive_;
-  if (callbacks_.on_ready) callbacks_.on_ready(std::move(r));
+  auto on_ready = std::move(callbacks_.on_ready);  // the callback may destroy the Vm
+  if (on_ready) on_ready(std::move(r));
   if (*alive && !ok) kill();
 }
 
@@ -169,7 +170,8 @@ void Vm::on_process_exit(std::int64_t status, int signal) {
   std::error_code ec;
   fs::remove_all(state_dir_, ec);
   state_dir_.clear();
-  if (callbacks_.on_exit) callbacks_.on_exit(exit);
+  auto on_exit = std::move(callbacks_.on_exit);  // the callback may destroy the Vm
+  if (on_exit) on_exit(exit);
 }
 
 std::string Vm::console_tail() const {

@@ -6,7 +6,7 @@
 // Readiness is pluggable: the check gets the Vm and reports once; a boot watchdog turns a guest
 // that never becomes ready into a clear error (with the console's last line), never a hang.
 // kill() ends QEMU; when it has exited the state dir is deleted and on_exit runs with the
-// reason. Loop thread only; callbacks may destroy the Vm only after on_exit.
+// reason. Loop thread only; on_ready and on_exit may destroy the Vm.
 #pragma once
 
 #include <chrono>
@@ -63,6 +63,8 @@ class Vm {
   QemuStatePaths paths() const { return qemu_state_paths(state_dir_); }
   QmpClient& qmp() { return *qmp_; }
   uv_loop_t* loop() const { return loop_; }
+  // Expires (or reads false) once the Vm is destroyed: for work that outlives a callback.
+  std::weak_ptr<bool> lifetime() const { return alive_; }
   // The last non-empty line of the serial console, for error messages.
   std::string console_tail() const;
 
