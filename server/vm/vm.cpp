@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -44,8 +45,10 @@ Vm::Vm(uv_loop_t* loop, VmSpec spec, VmCallbacks callbacks)
 Vm::~Vm() {
   *alive_ = false;
   if (process_) {
+    // Destroyed while QEMU runs: end it now and reap it (libuv stops watching a closed handle).
     uv_process_kill(process_, SIGKILL);
     close_handle(process_);
+    for (int i = 0; i < 100 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) usleep(1000);
   }
   close_handle(watchdog_);
   qmp_.reset();

@@ -117,3 +117,27 @@ TEST_CASE("QEMU killed from outside is detected: the reason names the signal, th
   uv_run(&loop, UV_RUN_DEFAULT);
   CHECK(uv_loop_close(&loop) == 0);
 }
+
+TEST_CASE("destroying a Vm while its guest runs ends QEMU and deletes the state dir", "[integration]") {
+  testing::shared_template();
+  testing::TempState state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  {
+    Restored r;
+    int pid = 0;
+    restore(&loop, state.dir, r, [&pid](Restored& r) {
+      pid = r.vm->pid();
+      r.vm.reset();  // from inside on_ready: allowed
+    });
+    uv_run(&loop, UV_RUN_DEFAULT);
+    REQUIRE(r.ready);
+    REQUIRE(r.ready->ok());
+    CHECK_FALSE(r.exited);  // destroyed, not exited: no callback into a dead owner
+    REQUIRE(pid > 0);
+    CHECK(::kill(pid, 0) != 0);
+    CHECK_FALSE(fs::exists(r.state_dir));
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&loop) == 0);
+}
