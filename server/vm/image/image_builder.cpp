@@ -88,7 +88,7 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
   if (!fs::exists(options.agent))
     return make_error(ErrorCode::kNotFound, "lockroom-agent not found at " + options.agent.string() +
                                                 "; build it (target lockroom-agent) or pass --agent PATH");
-  auto kernel = ensure_kernel(options.cache / "kernels", *busybox, progress);
+  auto kernel = ensure_kernel(options.cache / "kernels", *busybox, options.force, progress);
   if (!kernel) return kernel.error();
 
   auto dep = read_host_file(kernel->modules_dir() / "modules.dep");

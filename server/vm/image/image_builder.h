@@ -25,7 +25,7 @@ struct ImageBuildOptions {
   std::filesystem::path cache;  // lockroom's cache dir (paths.h)
   std::filesystem::path agent;  // lockroom-agent on the host
   std::vector<std::string> modules = kDefaultModules;
-  bool force = false;           // rebuild even when an image with the same hash exists
+  bool force = false;           // ask apt again and rebuild even when an image with the same hash exists
 };
 
 Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress& progress);

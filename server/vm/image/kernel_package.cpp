@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <fstream>
 #include <sstream>
 
 #include "server/common/subprocess.h"
@@ -106,14 +108,26 @@ Result<void> unpack(const KernelTree& want, const fs::path& busybox, const fs::p
 
 }  // namespace
 
-std::optional<std::string> parse_kernel_dependency(std::string_view text) {
+std::optional<KernelChoice> parse_kernel_dependency(std::string_view text) {
   std::istringstream in{std::string(text)};
   std::string line;
   while (std::getline(in, line)) {
     std::string t = trim(line);
     if (t.rfind("Depends:", 0) != 0) continue;
-    std::string dep = trim(t.substr(8));
-    if (dep.rfind("linux-image-", 0) == 0 && dep.find_first_of(" <>|") == std::string::npos) return dep;
+    // "Depends: linux-image-6.1.0-57-amd64 (= 6.1.192-3), other" or, from `apt-cache depends`,
+    // "Depends: linux-image-6.1.0-57-amd64".
+    std::istringstream alternatives(t.substr(8));
+    std::string item;
+    while (std::getline(alternatives, item, ',')) {
+      item = trim(item.substr(0, item.find('|')));
+      std::size_t space = item.find(' ');
+      std::string name = item.substr(0, space);
+      if (name.rfind("linux-image-", 0) != 0) continue;
+      KernelChoice choice{name, std::nullopt};
+      std::size_t eq = item.find("(=");
+      if (eq != std::string::npos && item.back() == ')') choice.version = trim(item.substr(eq + 2, item.size() - eq - 3));
+      return choice;
+    }
   }
   return std::nullopt;
 }
@@ -132,7 +146,7 @@ std::string kernel_release_of(std::string_view package) {
   return std::string(package);
 }
 
-Result<KernelTree> ensure_kernel(const fs::path& kernels_dir, const fs::path& busybox, const Progress& progress) {
+Result<KernelTree> ensure_kernel(const fs::path& kernels_dir, const fs::path& busybox, bool refresh, const Progress& progress) {
   std::error_code ec;
   fs::create_directories(kernels_dir, ec);
   if (ec) return make_error(ErrorCode::kUnavailable, "cannot create " + kernels_dir.string() + ": " + ec.message());
@@ -149,19 +163,39 @@ Result<KernelTree> ensure_kernel(const fs::path& kernels_dir, const fs::path& bu
   if (!find_program("apt-cache") || !find_program("apt-get") || !find_program("dpkg-deb"))
     return offline("apt-get, apt-cache or dpkg-deb is not installed");
 
-  auto depends = run_capture({"apt-cache", "depends", kKernelMetaPackage});
-  std::optional<std::string> package;
-  if (depends && depends->exit_code == 0) package = parse_kernel_dependency(depends->output);
-  if (!package) return offline("apt does not know the package " + std::string(kKernelMetaPackage));
-  auto show = run_capture({"apt-cache", "show", "--no-all-versions", *package});
-  std::optional<std::string> version;
-  if (show && show->exit_code == 0) version = parse_version_field(show->output);
-  if (!version) return offline("apt knows no version of " + *package);
-
+  // Asking apt costs seconds on a busy host: an answer from the last day is reused unless refreshing.
+  fs::path resolved = kernels_dir / ".resolved";
+  std::optional<KernelChoice> choice;
+  if (!refresh) {
+    auto age = fs::last_write_time(resolved, ec);
+    if (!ec && fs::file_time_type::clock::now() - age < std::chrono::hours(24)) {
+      std::ifstream in(resolved);
+      KernelChoice cached;
+      std::string version;
+      if (in >> cached.package >> version && fs::exists(kernels_dir / (cached.package + "_" + version) / kCompleteMarker)) {
+        cached.version = version;
+        choice = cached;
+      }
+    }
+  }
+  if (!choice) {
+    progress("asking apt which kernel " + std::string(kKernelMetaPackage) + " is");
+    auto meta = run_capture({"apt-cache", "show", "--no-all-versions", kKernelMetaPackage});
+    if (meta && meta->exit_code == 0) choice = parse_kernel_dependency(meta->output);
+    if (!choice) return offline("apt does not know the package " + std::string(kKernelMetaPackage));
+    if (!choice->version) {
+      auto show = run_capture({"apt-cache", "show", "--no-all-versions", choice->package});
+      if (show && show->exit_code == 0) choice->version = parse_version_field(show->output);
+      if (!choice->version) return offline("apt knows no version of " + choice->package);
+    }
+  }
+  const std::string* package = &choice->package;
+  const std::string* version = &*choice->version;
   KernelTree want{*package, *version, kernel_release_of(*package), kernels_dir / (*package + "_" + *version)};
   if (!fs::exists(want.root / kCompleteMarker)) {
     if (auto ok = unpack(want, busybox, kernels_dir, progress); !ok) return ok.error();
   }
+  std::ofstream(resolved) << want.package << " " << want.package_version << "\n";
   return want;
 }
 

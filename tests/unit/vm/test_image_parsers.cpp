@@ -11,8 +11,17 @@ namespace img = lockroom::vm::image;
 TEST_CASE("apt-cache depends names the versioned kernel package", "[vm][image]") {
   auto dep = img::parse_kernel_dependency("linux-image-amd64\n  Depends: linux-image-6.1.0-57-amd64\n");
   REQUIRE(dep);
-  CHECK(*dep == "linux-image-6.1.0-57-amd64");
-  CHECK(img::kernel_release_of(*dep) == "6.1.0-57-amd64");
+  CHECK(dep->package == "linux-image-6.1.0-57-amd64");
+  CHECK_FALSE(dep->version);
+  CHECK(img::kernel_release_of(dep->package) == "6.1.0-57-amd64");
+  auto pinned = img::parse_kernel_dependency(
+      "Package: linux-image-amd64\nVersion: 6.1.192-3\nDepends: linux-image-6.1.0-57-amd64 (= 6.1.192-3), initramfs-tools\n");
+  REQUIRE(pinned);
+  CHECK(pinned->package == "linux-image-6.1.0-57-amd64");
+  CHECK(pinned->version == std::optional<std::string>("6.1.192-3"));
+  auto alt = img::parse_kernel_dependency("Depends: kmod, linux-image-6.1.0-9-cloud-amd64 | linux-image-x\n");
+  REQUIRE(alt);
+  CHECK(alt->package == "linux-image-6.1.0-9-cloud-amd64");
   CHECK_FALSE(img::parse_kernel_dependency("linux-image-amd64\n  Recommends: firmware\n"));
   CHECK(*img::parse_version_field("Package: x\nVersion: 6.1.192-3\nArch: amd64\n") == "6.1.192-3");
 }
