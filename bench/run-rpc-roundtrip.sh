@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Request round-trip throughput: lockroom vs. a minimal vscode-jsonrpc server on Node, one run.
+#
+# Builds lockroom and lockroom-bench-rpc (the driver, bench/rpc_roundtrip/driver.cpp), installs the
+# Node peer's locked dependencies (bench/rpc_roundtrip/node-peer, `npm ci`, skipped when already
+# done), drives both servers over stdio with the same workload, and prints a table. The target
+# (from the issue): lockroom >= 3x the Node peer in requests/s. A missed target prints MISS; only
+# a failed run (bad reply, crash, non-zero exit after shutdown) makes the script exit non-zero.
+#
+# usage: bench/run-rpc-roundtrip.sh [--quick] [DRIVER OPTIONS...]
+#   --quick            a short smoke run (1 repetition of a few thousand requests)
+#   DRIVER OPTIONS     passed to both runs, e.g. --reps 3 --window 16 (see lockroom-bench-rpc)
+# environment:
+#   BUILD_DIR          build directory (default: build, configured with `cmake --preset default`)
+#   JOBS               parallel build jobs (default: 2)
+#   NODE               node binary (default: node)
+#   LOCKROOM           a lockroom binary to measure instead of BUILD_DIR's (e.g. a build of a branch)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${BUILD_DIR:-$root/build}
+jobs=${JOBS:-2}
+node_bin=${NODE:-node}
+peer_dir=$root/bench/rpc_roundtrip/node-peer
+target_ratio=3
+
+driver_opts=()
+if [[ ${1:-} == --quick ]]; then
+  shift
+  driver_opts=(--reps 1 --sequential 2000 --pipelined 10000 --warmup 2000)
+fi
+driver_opts+=("$@")
+
+say() { printf '%s\n' "$*" >&2; }
+
+# --- build ---------------------------------------------------------------------------------------
+if [[ ! -f $build_dir/CMakeCache.txt ]]; then
+  if [[ $build_dir == "$root/build" ]]; then
+    (cd "$root" && cmake --preset default >&2)
+  else
+    cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
+  fi
+fi
+if [[ -n ${LOCKROOM:-} ]]; then
+  cmake --build "$build_dir" --target lockroom-bench-rpc -j "$jobs" >&2
+else
+  cmake --build "$build_dir" --target lockroom lockroom-bench-rpc -j "$jobs" >&2
+fi
+lockroom=${LOCKROOM:-$build_dir/bin/lockroom}
+driver=$build_dir/bin/lockroom-bench-rpc
+build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
+if [[ -n ${LOCKROOM:-} ]]; then
+  build_type="binary given in LOCKROOM"
+else
+  case $build_type in
+    Release | RelWithDebInfo) ;;
+    *) say "warning: $build_dir is a '${build_type:-unset}' build; numbers from an unoptimised server mean little" ;;
+  esac
+fi
+
+# --- the Node peer -------------------------------------------------------------------------------
+if ! command -v "$node_bin" >/dev/null; then
+  say "error: node is needed for the peer server (set NODE=/path/to/node)"
+  exit 1
+fi
+if [[ ! -f $peer_dir/node_modules/.package-lock.json || $peer_dir/package-lock.json -nt $peer_dir/node_modules/.package-lock.json ]]; then
+  say "installing the Node peer's locked dependencies (npm ci)"
+  (cd "$peer_dir" && npm ci --no-audit --no-fund >&2)
+fi
+jsonrpc_version=$("$node_bin" -p "require('$peer_dir/node_modules/vscode-jsonrpc/package.json').version")
+
+# --- runs ----------------------------------------------------------------------------------------
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+failed=0
+run() {
+  local name=$1
+  shift
+  say "== $name: $*"
+  if ! "$driver" --name "$name" "${driver_opts[@]}" -- "$@" >>"$results"; then
+    say "FAILED: the $name run did not complete"
+    failed=1
+  fi
+}
+run lockroom "$lockroom" serve --stdio
+run node "$node_bin" "$peer_dir/echo-server.js"
+
+# --- table ---------------------------------------------------------------------------------------
+echo
+echo "lockroom/echo round trips over stdio, ~200-byte params; lockroom $("$lockroom" version 2>/dev/null | awk '{print $NF}') ($build_type) vs node $("$node_bin" --version) + vscode-jsonrpc $jsonrpc_version"
+echo "machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); load average before the runs: $load_before"
+echo
+awk -v target="$target_ratio" '
+  function field(name,   i, kv) {
+    for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == name) return kv[2] }
+    return ""
+  }
+  function commas(n,   s) { s = sprintf("%.0f", n); while (s ~ /[0-9][0-9][0-9][0-9]/) sub(/[0-9][0-9][0-9]([^0-9]|$)/, ",&", s); return s }
+  $1 == "result" {
+    s = field("server"); m = field("mode")
+    if (!(m in seen)) { seen[m] = 1; modes[++nm] = m }
+    rps[s, m] = field("rps"); lo[s, m] = field("rps_min"); hi[s, m] = field("rps_max")
+    cpu[s, m] = field("server_cpu_us"); reps[m] = field("reps"); n[m] = field("n")
+    p50[s, m] = field("p50_us"); p99[s, m] = field("p99_us")
+  }
+  END {
+    fmt = "%-9s | %-13s | %22s | %17s | %15s | %19s | %s\n"
+    printf fmt, "server", "mode", "requests/s (median)", "min .. max", "server CPU/req", "ratio lockroom/node", "CPU/req node/lockroom"
+    printf fmt, "---------", "-------------", "----------------------", "-----------------", "---------------", "-------------------", "---------------------"
+    split("lockroom node", servers, " ")
+    for (i = 1; i <= nm; i++) {
+      m = modes[i]
+      ratio = (("lockroom", m) in rps && ("node", m) in rps && rps["node", m] > 0) ? rps["lockroom", m] / rps["node", m] : -1
+      for (j = 1; j <= 2; j++) {
+        s = servers[j]
+        if (!((s, m) in rps)) continue
+        r = (s == "lockroom" && ratio >= 0) ? sprintf("%.2fx", ratio) : ""
+        c = (s == "lockroom" && ratio >= 0 && cpu["lockroom", m] > 0 && cpu["node", m] != "-") ? sprintf("%.2fx", cpu["node", m] / cpu["lockroom", m]) : ""
+        printf fmt, s, m, commas(rps[s, m]) " (of " reps[m] ")", commas(lo[s, m]) " .. " commas(hi[s, m]),
+               (cpu[s, m] == "-" ? "?" : cpu[s, m] " us"), r, c
+      }
+      ratios[m] = ratio
+    }
+    print ""
+    printf "%-9s | %-10s | %10s | %10s\n", "server", "mode", "p50", "p99"
+    printf "%-9s | %-10s | %10s | %10s\n", "---------", "----------", "----------", "----------"
+    for (j = 1; j <= 2; j++) {
+      s = servers[j]
+      if ((s, "sequential") in p50) printf "%-9s | %-10s | %7.1f us | %7.1f us\n", s, "sequential", p50[s, "sequential"], p99[s, "sequential"]
+    }
+    print ""
+    for (i = 1; i <= nm; i++) {
+      m = modes[i]
+      if (ratios[m] < 0) { printf "target lockroom >= %sx node, %s: no comparison (a run failed)\n", target, m; continue }
+      printf "target lockroom >= %sx node, %s: %.2fx  %s\n", target, m, ratios[m], (ratios[m] >= target ? "PASS" : "MISS")
+    }
+    print "(requests/s is wall-clock and moves with the load on the machine; server CPU per request, read"
+    print " from /proc with 10 ms ticks, is the steadier measure of each server'"'"'s own cost)"
+  }' "$results"
+
+if [[ $failed != 0 ]]; then
+  say "error: at least one run failed (see above)"
+  exit 1
+fi
