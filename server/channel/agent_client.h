@@ -1,0 +1,103 @@
+// AgentClient: the typed API the server uses to drive one guest's agent.
+//
+// Wraps a ready GuestChannel: every method sends one control request and reports a Result
+// through its callback; processes bring their output through per-process callbacks and streams.
+// Errors the agent answers with become lockroom ErrorCodes (not found, limit, ...) with the
+// agent's message; a reply that does not parse, names streams the agent never opened, or a
+// process.exited for an unknown pid is a lying agent and fails the whole channel.
+//
+// Processes: output is delivered as it arrives (stdout/stderr, or one pty stream); on_exit
+// runs when process.exited arrives, which the agent sends after everything the process itself
+// wrote. A process's background children may still write after that, until on_output_end.
+// pause_output() applies backpressure all the way to the process in the guest.
+//
+// Loop thread only. Must not outlive its GuestChannel. Callbacks never run after the client is
+// destroyed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "protocol/channel/messages.h"
+#include "server/channel/guest_channel.h"
+#include "server/common/result.h"
+
+namespace lockroom::channel {
+
+enum class OutputKind { kStdout, kStderr, kPty };
+
+struct ProcessEvents {
+  std::function<void(OutputKind kind, std::string_view bytes)> on_output;
+  std::function<void(OutputKind kind)> on_output_end;  // that stream ended (EOF, reset, or channel gone)
+  std::function<void(const wire::ProcessExited& exited)> on_exit;
+};
+
+struct AgentTimeouts {
+  std::chrono::milliseconds control{10000};
+  std::chrono::milliseconds process_start{30000};
+  std::chrono::milliseconds files{60000};
+};
+
+class AgentClient {
+ public:
+  template <typename T>
+  using Done = std::function<void(Result<T>)>;
+
+  explicit AgentClient(GuestChannel& channel, AgentTimeouts timeouts = {});
+  ~AgentClient();
+  AgentClient(const AgentClient&) = delete;
+  AgentClient& operator=(const AgentClient&) = delete;
+
+  void health(Done<wire::HealthResult> done);
+  void resume(const wire::ResumeParams& params, Done<wire::ResumeResult> done);
+  void set_limits(const wire::LimitsParams& params, Done<wire::LimitsResult> done);
+
+  void start_process(const wire::ProcessStartParams& params, ProcessEvents events, Done<wire::ProcessStartResult> done);
+  // Bytes for the process's stdin (or terminal). kLimitExceeded when too much is already
+  // waiting: retry after on_stdin_writable.
+  Result<void> write_stdin(std::int64_t pid, std::string_view bytes);
+  void on_stdin_writable(std::int64_t pid, std::function<void()> fn);
+  // End of input (pipes). A pty has no end of input: send "\x04" instead.
+  Result<void> close_stdin(std::int64_t pid);
+  void pause_output(std::int64_t pid, bool paused);
+  void signal(std::int64_t pid, int signal, Done<void> done);
+  void resize(std::int64_t pid, wire::TerminalSize size, Done<void> done);
+
+  void read_file(const wire::FileReadParams& params, Done<wire::FileReadResult> done);
+  void write_file(const wire::FileWriteParams& params, Done<wire::FileWriteResult> done);
+  void stat(const std::string& path, bool follow, Done<wire::FileStat> done);
+  void list(const std::string& path, std::int64_t limit, Done<wire::FileListResult> done);
+  // Whole files of any size, through a stream with flow control. `done` gets the byte count.
+  void download(const std::string& path, std::function<void(std::string_view bytes)> on_data, Done<std::int64_t> done);
+  void upload(const std::string& path, std::string content, std::int64_t mode, Done<std::int64_t> done);
+
+  std::size_t tracked_processes() const { return processes_.size(); }
+
+ private:
+  struct Proc;
+  struct Upload;
+  template <typename T>
+  void request(const char* method, const json& params, std::chrono::milliseconds timeout,
+               std::function<Result<T>(const json&)> parse, Done<T> done);
+  Result<void> on_exited(const json& params);
+  Result<void> bind_process(const wire::ProcessStartResult& started, bool pty, ProcessEvents events);
+  void output_ended(std::int64_t pid, OutputKind kind);
+  void maybe_forget(std::int64_t pid);
+  Proc* find(std::int64_t pid);
+
+  GuestChannel& channel_;
+  AgentTimeouts timeouts_;
+  std::map<std::int64_t, std::unique_ptr<Proc>> processes_;
+  std::size_t lost_starts_ = 0;  // process.start calls we gave up on: their exits are unknown to us
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+// The lockroom error for an error the agent answered with (or the dispatcher made up).
+Error agent_error_to_result(const std::string& method, const protocol::RpcError& error);
+
+}  // namespace lockroom::channel
