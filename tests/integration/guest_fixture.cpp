@@ -51,13 +51,13 @@ vm::VmSpec spec_for(const fs::path& state_root) {
 }
 
 std::shared_ptr<vm::VmTemplate> shared_template() {
-  static TempState* state = new TempState();  // lives as long as the template's files
+  static TempState state;  // made before the template, so destroyed after it (statics unwind in reverse)
   static std::shared_ptr<vm::VmTemplate> tpl;
   static std::string failure;
   if (!tpl && failure.empty()) {
     uv_loop_t loop;
     uv_loop_init(&loop);
-    vm::VmTemplate::create(&loop, spec_for(state->dir), [&](Result<std::shared_ptr<vm::VmTemplate>> r) {
+    vm::VmTemplate::create(&loop, spec_for(state.dir), [&](Result<std::shared_ptr<vm::VmTemplate>> r) {
       if (r) tpl = *r;
       else failure = r.error().message;
     });
