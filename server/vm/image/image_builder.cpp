@@ -115,6 +115,7 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
   for (const auto& lib : *libs)
     if (auto ok = h.add_file("lib:" + lib, lib); !ok) return ok.error();
   h.add("init", init);
+  h.add("agent-copy", "strip --strip-debug when strip is installed");
   std::string hash = h.hex_digest().substr(0, 16);
 
   fs::path final_dir = images_dir(options.cache) / hash;
@@ -135,8 +136,17 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
   if (ec) fs::copy_file(kernel_file, work->path() / "kernel", ec);
   if (ec) return make_error(ErrorCode::kUnavailable, "cannot copy the kernel into " + work->path().string() + ": " + ec.message());
 
-  InitramfsInputs inputs{*busybox, *applets, kernel->modules_dir(), kernel->release, *order, options.agent, *libs, init};
+  // Debug info is most of a RelWithDebInfo agent; the guest has no use for it, and every byte of
+  // the initramfs is unpacked at each cold boot.
+  fs::path agent = options.agent;
+  fs::path stripped = work->path() / ".agent.stripped";
+  if (find_program("strip")) {
+    auto strip = run_capture({"strip", "--strip-debug", "-o", stripped.string(), options.agent.string()});
+    if (strip && strip->exit_code == 0) agent = stripped;
+  }
+  InitramfsInputs inputs{*busybox, *applets, kernel->modules_dir(), kernel->release, *order, agent, *libs, init};
   auto archive = plan_initramfs(inputs);
+  fs::remove(stripped, ec);
   if (!archive) return archive.error();
   std::string initrd = archive->bytes();
   if (auto ok = write_file(work->path() / "initrd", initrd); !ok) return ok.error();
