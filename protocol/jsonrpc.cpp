@@ -1,7 +1,7 @@
 // JSON-RPC 2.0 classification and encoding; see jsonrpc.h.
 #include "protocol/jsonrpc.h"
 
-#include <cmath>
+#include <climits>
 
 namespace lockroom::protocol {
 
@@ -12,19 +12,18 @@ json id_to_json(const Id& id) {
 
 std::string id_to_string(const Id& id) { return dump(id_to_json(id)); }
 
-namespace {
-
-// Reads an id if it has a legal type. Numbers must be integral (LSP's `integer`).
 std::optional<Id> read_id(const json& value) {
-  if (value.is_number_integer()) return Id{value.get<std::int64_t>()};
-  if (value.is_number_float()) {
-    double d = value.get<double>();
-    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15) return Id{static_cast<std::int64_t>(d)};
-    return std::nullopt;
+  if (value.is_number_unsigned()) {
+    // Beyond int64 an id could not be echoed back exactly: refuse it rather than wrap it.
+    if (value.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) return std::nullopt;
+    return Id{static_cast<std::int64_t>(value.get<std::uint64_t>())};
   }
+  if (value.is_number_integer()) return Id{value.get<std::int64_t>()};
   if (value.is_string()) return Id{value.get<std::string>()};
-  return std::nullopt;
+  return std::nullopt;  // floats (even 1.0), objects, arrays, booleans
 }
+
+namespace {
 
 InvalidMessage invalid(std::optional<Id> id, std::string message) {
   return InvalidMessage{std::move(id), RpcError{rpc_error::kInvalidRequest, std::move(message), nullptr}};
@@ -35,7 +34,7 @@ Message classify_object(json&& msg) {
   bool has_id = msg.contains("id");
   if (has_id && !msg["id"].is_null()) {
     id = read_id(msg["id"]);
-    if (!id) return invalid(std::nullopt, "invalid request: \"id\" must be an integer or a string, got " + dump(msg["id"]));
+    if (!id) return invalid(std::nullopt, "invalid request: \"id\" must be an integer (within 64 bits) or a string, got " + dump(msg["id"]));
   }
 
   auto version = msg.find("jsonrpc");
@@ -95,26 +94,50 @@ Message classify(std::string_view text) {
 
 std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// The envelope is written as text; only the id and the payload go through the serialiser, so a
+// large result is not copied into a temporary JSON tree first.
 std::string encode_result(const Id& id, const json& result) {
-  return dump(json{{"jsonrpc", "2.0"}, {"id", id_to_json(id)}, {"result", result}});
+  std::string out = "{\"jsonrpc\":\"2.0\",\"id\":";
+  out += id_to_string(id);
+  out += ",\"result\":";
+  out += dump(result);
+  out += '}';
+  return out;
 }
 
 std::string encode_error(const std::optional<Id>& id, const RpcError& error) {
   json e{{"code", error.code}, {"message", error.message}};
   if (!error.data.is_null()) e["data"] = error.data;
-  return dump(json{{"jsonrpc", "2.0"}, {"id", id ? id_to_json(*id) : json(nullptr)}, {"error", std::move(e)}});
+  std::string out = "{\"jsonrpc\":\"2.0\",\"id\":";
+  out += id ? id_to_string(*id) : "null";
+  out += ",\"error\":";
+  out += dump(e);
+  out += '}';
+  return out;
 }
 
 std::string encode_request(const Id& id, std::string_view method, const json& params) {
-  json msg{{"jsonrpc", "2.0"}, {"id", id_to_json(id)}, {"method", method}};
-  if (!params.is_null()) msg["params"] = params;
-  return dump(msg);
+  std::string out = "{\"jsonrpc\":\"2.0\",\"id\":";
+  out += id_to_string(id);
+  out += ",\"method\":";
+  out += dump(json(method));
+  if (!params.is_null()) {
+    out += ",\"params\":";
+    out += dump(params);
+  }
+  out += '}';
+  return out;
 }
 
 std::string encode_notification(std::string_view method, const json& params) {
-  json msg{{"jsonrpc", "2.0"}, {"method", method}};
-  if (!params.is_null()) msg["params"] = params;
-  return dump(msg);
+  std::string out = "{\"jsonrpc\":\"2.0\",\"method\":";
+  out += dump(json(method));
+  if (!params.is_null()) {
+    out += ",\"params\":";
+    out += dump(params);
+  }
+  out += '}';
+  return out;
 }
 
 }  // namespace lockroom::protocol

@@ -36,6 +36,8 @@ using Id = std::variant<std::int64_t, std::string>;
 json id_to_json(const Id& id);
 // A readable, unambiguous rendering for logs and map keys: 7 or "abc".
 std::string id_to_string(const Id& id);
+// An id from JSON: an integer within int64 or a string; anything else (floats included) is not one.
+std::optional<Id> read_id(const json& value);
 
 struct RpcError {
   int code = rpc_error::kInternalError;

@@ -145,7 +145,8 @@ json process_exited_json(const std::string& process_id, std::optional<int> exit_
 
 json state_changed_json(const std::string& sandbox_id, const std::string& state, const std::string& reason,
                         const std::string& message) {
-  json out{{"sandboxId", sandbox_id}, {"state", state}, {"reason", reason}};
+  json out{{"sandboxId", sandbox_id}, {"state", state}};
+  if (!reason.empty() && reason != "none") out["reason"] = reason;
   if (!message.empty()) out["message"] = message;
   return out;
 }

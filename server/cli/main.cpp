@@ -22,9 +22,9 @@ namespace {
 std::vector<std::string> normalise_args(const CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   bool has_stdio = std::find(args.begin(), args.end(), "--stdio") != args.end();
+  const std::vector<const CLI::App*> subcommands = app.get_subcommands({});
   bool has_subcommand = std::any_of(args.begin(), args.end(), [&](const std::string& a) {
-    return std::any_of(app.get_subcommands({}).begin(), app.get_subcommands({}).end(),
-                       [&](const CLI::App* sub) { return sub->get_name() == a; });
+    return std::any_of(subcommands.begin(), subcommands.end(), [&](const CLI::App* sub) { return sub->get_name() == a; });
   });
   if (has_stdio && !has_subcommand) args.insert(args.begin(), "serve");
   return args;
@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   using namespace lockroom::cli;
   CLI::App app{"lockroom: runs AI coding agents in disposable QEMU microVMs and returns their changes for review"};
   app.require_subcommand(1);
+  app.fallthrough();  // global options (--log-level, --log-file) may also follow the subcommand
   CommandContext ctx;
   ctx.version = LOCKROOM_VERSION;
   app.add_option("--log-level", ctx.log.level, "trace, debug, info, warn, error or off")->capture_default_str();

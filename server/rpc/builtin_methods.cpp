@@ -10,7 +10,7 @@
 namespace lockroom::rpc {
 
 void register_builtin_methods(Connection& connection) {
-  connection.dispatcher().on_request("lockroom/echo", [](const json& params, Reply reply) { reply.result(params); });
+  connection.dispatcher().on_request("lockroom/echo", [](json params, Reply reply) { reply.result(std::move(params)); });
 }
 
 void register_test_methods(Connection& connection) {

@@ -48,6 +48,7 @@ void Connection::editor_gone(const std::string& why) {
 void Connection::close(std::function<void()> done) {
   gone_ = true;
   dispatcher_.fail_pending_calls("the server is shutting down");
+  dispatcher_.abandon_requests("the server is shutting down");
   scheduler_.cancel_all();
   transport_.close(std::move(done));
 }

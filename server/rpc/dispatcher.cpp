@@ -43,6 +43,14 @@ struct ReplyState {
     return false;
   }
 
+  // Answers now with `error`; a later reply from the handler is expected and dropped quietly.
+  void abandon(const RpcError& error) {
+    if (replied) return;
+    cancelled = true;
+    cancel_callbacks.clear();
+    send(protocol::encode_error(id, error));
+  }
+
   void cancel() {
     if (replied) return;
     cancelled = true;
@@ -154,7 +162,7 @@ void Dispatcher::dispatch_request(protocol::Request&& request) {
     return reply.error(rpc_error::kMethodNotFound, "unknown method \"" + request.method + "\"");
   }
   try {
-    handler->second(request.params, reply);
+    handler->second(std::move(request.params), reply);
   } catch (const std::exception& e) {
     spdlog::error("handler for {} threw: {}", request.method, e.what());
     if (!reply.replied()) reply.error(rpc_error::kInternalError, "internal error in " + request.method + ": " + e.what());
@@ -184,13 +192,12 @@ void Dispatcher::cancel_incoming(const json& params) {
     spdlog::warn("$/cancelRequest without an id ignored");
     return;
   }
-  const json& raw = params["id"];
-  if (!raw.is_number_integer() && !raw.is_string()) {
-    spdlog::warn("$/cancelRequest with an invalid id {} ignored", protocol::dump(raw));
+  auto id = protocol::read_id(params["id"]);
+  if (!id) {
+    spdlog::warn("$/cancelRequest with an invalid id {} ignored", protocol::dump(params["id"]));
     return;
   }
-  Id id = raw.is_string() ? Id{raw.get<std::string>()} : Id{raw.get<std::int64_t>()};
-  auto it = outbox_->in_flight.find(protocol::id_to_string(id));
+  auto it = outbox_->in_flight.find(protocol::id_to_string(*id));
   if (it == outbox_->in_flight.end()) return;  // already answered: cancellation is advisory
   if (auto state = it->second.lock()) state->cancel();
 }
@@ -246,6 +253,13 @@ void Dispatcher::finish_call(const std::string& key, CallOutcome outcome) {
   } catch (const std::exception& e) {
     spdlog::error("reply handler for {} threw: {}", method, e.what());
   }
+}
+
+void Dispatcher::abandon_requests(const std::string& reason) {
+  std::vector<std::shared_ptr<detail::ReplyState>> live;
+  for (auto& [key, weak] : outbox_->in_flight)
+    if (auto state = weak.lock()) live.push_back(std::move(state));
+  for (auto& state : live) state->abandon(RpcError{rpc_error::kRequestFailed, reason, nullptr});
 }
 
 void Dispatcher::fail_pending_calls(const std::string& reason) {

@@ -53,7 +53,8 @@ class Reply {
   std::shared_ptr<detail::ReplyState> state_;
 };
 
-using RequestHandler = std::function<void(const json& params, Reply reply)>;
+// Handlers own their params (the dispatcher is done with them), so they can move from them.
+using RequestHandler = std::function<void(json params, Reply reply)>;
 using NotificationHandler = std::function<void(const json& params)>;
 
 // The outcome of a call to the client: a result, or the error it answered (or that we made up
@@ -102,6 +103,9 @@ class Dispatcher {
   void call(std::string_view method, const json& params, std::chrono::milliseconds timeout, CallHandler done);
   // Fails every outstanding call (used at shutdown); each `done` runs with `reason`.
   void fail_pending_calls(const std::string& reason);
+  // Answers every request still being worked on with -32803 `reason` (used at shutdown); the
+  // handlers' own later replies are dropped quietly.
+  void abandon_requests(const std::string& reason);
 
   std::size_t pending_calls() const { return calls_.size(); }
   std::size_t requests_in_flight() const;

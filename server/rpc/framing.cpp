@@ -45,9 +45,11 @@ FrameEvent error_event(std::string text) { return FrameEvent{FrameEvent::Kind::k
 
 ContentLengthFraming::ContentLengthFraming(std::size_t max_message_bytes) : max_message_bytes_(max_message_bytes) {}
 
-bool ContentLengthFraming::parse_header(std::string_view block, std::string& error) {
+bool ContentLengthFraming::parse_header(std::string_view block, std::string& error, bool& length_known) {
   bool have_length = false;
   std::size_t length = 0;
+  length_known = false;
+  std::string problem;
   while (!block.empty()) {
     std::size_t nl = block.find('\n');
     std::string_view line = trim(block.substr(0, nl));
@@ -55,8 +57,8 @@ bool ContentLengthFraming::parse_header(std::string_view block, std::string& err
     if (line.empty()) continue;
     std::size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0) {
-      error = "invalid header: " + quote_line(line) + " is not a \"Name: value\" line";
-      return false;
+      if (problem.empty()) problem = "invalid header: " + quote_line(line) + " is not a \"Name: value\" line";
+      continue;
     }
     std::string name = lower(trim(line.substr(0, colon)));
     std::string_view value = trim(line.substr(colon + 1));
@@ -81,10 +83,8 @@ bool ContentLengthFraming::parse_header(std::string_view block, std::string& err
       if (cs != std::string::npos) {
         std::string charset(trim(std::string_view(v).substr(cs + 8)));
         charset.erase(std::remove(charset.begin(), charset.end(), '"'), charset.end());
-        if (charset != "utf-8" && charset != "utf8") {
-          error = "invalid header: only utf-8 content is supported, got charset " + quote_line(charset);
-          return false;
-        }
+        if ((charset != "utf-8" && charset != "utf8") && problem.empty())
+          problem = "invalid header: only utf-8 content is supported, got charset " + quote_line(charset);
       }
     }
     // Other headers are ignored, as LSP allows.
@@ -93,12 +93,40 @@ bool ContentLengthFraming::parse_header(std::string_view block, std::string& err
     error = "invalid header: the Content-Length header is missing";
     return false;
   }
+  // With a length the message can be skipped exactly, even when another header is wrong.
   body_length_ = length;
+  length_known = true;
+  if (!problem.empty()) {
+    error = problem;
+    return false;
+  }
   return true;
 }
 
+void ContentLengthFraming::on_header(std::string_view block, std::vector<FrameEvent>& out) {
+  std::string error;
+  bool length_known = false;
+  bool ok = parse_header(block, error, length_known);
+  if (!ok && !length_known) {
+    // Nothing says where the body ends: skip to the next header.
+    out.push_back(error_event(error + "; skipping input up to the next Content-Length header"));
+    state_ = State::kSkipHeader;
+    return;
+  }
+  if (!ok || body_length_ > max_message_bytes_) {
+    if (ok)
+      error = "message of " + std::to_string(body_length_) + " bytes exceeds the limit of " + std::to_string(max_message_bytes_) +
+              " bytes and was skipped (the limit is set with --max-message-size)";
+    out.push_back(error_event(error));
+    skip_remaining_ = body_length_;
+    state_ = skip_remaining_ ? State::kSkipBody : State::kHeader;
+    return;
+  }
+  state_ = State::kBody;
+}
+
 void ContentLengthFraming::feed(std::string_view input, std::vector<FrameEvent>& out) {
-  std::string carry;  // bytes after a header block that belong to what follows it
+  std::string carry;  // the rest of a header block that was split across reads
   while (!input.empty()) {
     switch (state_) {
       case State::kSkipBody: {
@@ -109,7 +137,15 @@ void ContentLengthFraming::feed(std::string_view input, std::vector<FrameEvent>&
         break;
       }
       case State::kBody: {
+        if (buffer_.empty() && input.size() >= body_length_) {
+          // The whole body is here: no staging copy.
+          out.push_back(FrameEvent{FrameEvent::Kind::kMessage, std::string(input.substr(0, body_length_))});
+          input.remove_prefix(body_length_);
+          state_ = State::kHeader;
+          break;
+        }
         std::size_t n = std::min(body_length_ - buffer_.size(), input.size());
+        if (buffer_.empty()) buffer_.reserve(std::min<std::size_t>(body_length_, 1u << 20));
         buffer_.append(input.substr(0, n));
         input.remove_prefix(n);
         if (buffer_.size() == body_length_) {
@@ -120,46 +156,43 @@ void ContentLengthFraming::feed(std::string_view input, std::vector<FrameEvent>&
         break;
       }
       case State::kHeader: {
-        std::size_t searched = buffer_.size() >= 3 ? buffer_.size() - 3 : 0;
-        buffer_.append(input);
-        input = {};
-        // Stray line breaks between messages are harmless; drop them.
-        std::size_t lead = buffer_.find_first_not_of("\r\n");
-        if (lead == std::string::npos) lead = buffer_.size();
-        if (lead > 0 && (lead == buffer_.size() || buffer_[lead - 1] == '\n')) {
-          buffer_.erase(0, lead);
-          searched = 0;
-        }
-        std::size_t end = find_header_end(buffer_, searched);
-        if (end == std::string::npos) {
-          if (buffer_.size() > kMaxHeaderBytes) {
-            out.push_back(error_event("invalid header: no blank line within " + std::to_string(kMaxHeaderBytes) +
-                                      " bytes; skipping input up to the next Content-Length header"));
-            state_ = State::kSkipHeader;
-            carry = std::move(buffer_);
+        if (buffer_.empty()) {
+          // Stray line breaks between messages are harmless; drop them.
+          std::size_t lead = input.find_first_not_of("\r\n");
+          if (lead == std::string_view::npos) lead = input.size();
+          if (lead > 0 && (lead == input.size() || input[lead - 1] == '\n')) input.remove_prefix(lead);
+          if (input.empty()) break;
+          std::size_t end = find_header_end(input, 0);
+          if (end != std::string_view::npos) {
+            on_header(input.substr(0, end), out);
+            input.remove_prefix(end);
+            break;
+          }
+          buffer_.assign(input);
+          input = {};
+        } else {
+          std::size_t searched = buffer_.size() >= 3 ? buffer_.size() - 3 : 0;
+          buffer_.append(input);
+          input = {};
+          std::size_t end = find_header_end(buffer_, searched);
+          if (end != std::string::npos) {
+            carry.assign(buffer_, end);
+            buffer_.resize(end);
+            on_header(buffer_, out);
             buffer_.clear();
             input = carry;
+            break;
           }
-          break;
         }
-        std::string error;
-        bool ok = parse_header(std::string_view(buffer_).substr(0, end), error);
-        carry.assign(buffer_, end);
-        buffer_.clear();
-        input = carry;
-        if (!ok) {
-          out.push_back(error_event(error));
-        } else if (body_length_ > max_message_bytes_) {
-          out.push_back(error_event("message of " + std::to_string(body_length_) + " bytes exceeds the limit of " +
-                                    std::to_string(max_message_bytes_) +
-                                    " bytes and was skipped (the limit is set with --max-message-size)"));
-          skip_remaining_ = body_length_;
-          state_ = skip_remaining_ ? State::kSkipBody : State::kHeader;
-        } else if (body_length_ == 0) {
-          out.push_back(FrameEvent{FrameEvent::Kind::kMessage, std::string()});
-        } else {
-          state_ = State::kBody;
-          buffer_.reserve(std::min<std::size_t>(body_length_, 1u << 20));
+        if (buffer_.size() > kMaxHeaderBytes) {
+          out.push_back(error_event("invalid header: no blank line within " + std::to_string(kMaxHeaderBytes) +
+                                    " bytes; skipping input up to the next Content-Length header"));
+          // Resume the search after this block's first byte, so its own Content-Length (if it has
+          // one) is not found again.
+          carry.assign(buffer_, 1);
+          buffer_.clear();
+          input = carry;
+          state_ = State::kSkipHeader;
         }
         break;
       }

@@ -47,8 +47,10 @@ class ContentLengthFraming final : public Framing {
 
  private:
   enum class State { kHeader, kBody, kSkipBody, kSkipHeader };
-  // Parses the complete header block buffer_[0, end); sets body_length_ or returns an error.
-  bool parse_header(std::string_view block, std::string& error);
+  // Parses a complete header block; sets body_length_ when the block names one (even if another
+  // header is wrong, so the body can be skipped exactly) or returns an error.
+  bool parse_header(std::string_view block, std::string& error, bool& length_known);
+  void on_header(std::string_view block, std::vector<FrameEvent>& out);
 
   std::size_t max_message_bytes_;
   State state_ = State::kHeader;
