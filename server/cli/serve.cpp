@@ -6,7 +6,9 @@
 #include <spdlog/spdlog.h>
 #include <uv.h>
 
+#include "server/api/sandbox_methods.h"
 #include "server/cli/command.h"
+#include "server/cli/sandbox_config.h"
 #include "server/common/uv_handle.h"
 #include "server/rpc/builtin_methods.h"
 #include "server/rpc/connection.h"
@@ -57,15 +59,19 @@ int run_serve(const ServeOptions& options, const std::string& version) {
     SignalWatch* signals = nullptr;
     bool finishing = false;
 
+    api::SandboxMethods events(connection);
+    core::SandboxManager manager(&loop, sandbox_config(), events);
     auto finish = [&](int code) {
       if (finishing) return;
       finishing = true;
       exit_code = code;
       if (signals) signals->close();
-      connection.close([] {});
+      // Sandboxes end first (their last notifications still reach the editor), then the pipe.
+      manager.shutdown([&] { connection.close([] {}); });
     };
     rpc::LspServer server(connection, protocol::ServerInfo{"lockroom", version}, finish);
     rpc::register_builtin_methods(connection);
+    events.bind(manager);
     if (options.test_mode) rpc::register_test_methods(connection);
 
     SignalWatch watch(&loop, [&](int signum) {

@@ -1,0 +1,143 @@
+// sandbox/* and process/* handlers; see sandbox_methods.h.
+#include "server/api/sandbox_methods.h"
+
+#include "protocol/sandbox.h"
+#include "server/api/error_map.h"
+#include "server/rpc/progress.h"
+
+namespace lockroom::api {
+
+using protocol::json;
+using protocol::ParamReader;
+using rpc::Reply;
+
+namespace {
+
+json limits_json(const core::Resources& r) {
+  return protocol::limits_json(protocol::LimitsWire{r.cpus, r.memory_mib, r.disk_mib, r.lifetime_seconds, r.max_processes, r.max_output_bytes});
+}
+
+core::ResourceRequest to_request(const protocol::ResourcesParams& p) {
+  return core::ResourceRequest{p.cpus, p.memory_mib, p.disk_mib, p.timeout_seconds, p.max_processes, p.max_output_bytes};
+}
+
+// Answers `reply` with null or the mapped error.
+auto answer_void(Reply reply) {
+  return [reply](Result<void> r) {
+    if (r) reply.result(nullptr);
+    else reply.error(to_rpc_error(r.error()));
+  };
+}
+
+}  // namespace
+
+void SandboxMethods::bind(core::SandboxManager& manager) {
+  rpc::Dispatcher& d = connection_.dispatcher();
+  core::SandboxManager* m = &manager;
+  rpc::Connection* conn = &connection_;
+
+  d.on_request("sandbox/create", [m, conn](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_sandbox_create(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    if (p.workspace || !p.kits.empty())
+      return reply.error(protocol::rpc_error::kInvalidParams,
+                         "invalid params: \"workspace\" and \"kits\" are not supported by this lockroom yet; leave them out");
+    auto progress = std::make_shared<rpc::WorkDoneProgress>(*conn, params);
+    progress->begin("Starting sandbox", 0);
+    m->create(core::CreateRequest{to_request(p.resources), std::move(p.env)},
+              [progress](const std::string& message, int percent) { progress->report(message, percent); },
+              [reply, progress, m](Result<core::CreateResult> r) {
+                if (!r) {
+                  progress->end("failed");
+                  return reply.error(to_rpc_error(r.error()));
+                }
+                progress->end("ready");
+                if (reply.cancelled()) {
+                  m->destroy(r->sandbox_id, [](Result<void>) {});  // nobody will use it
+                  return;
+                }
+                const auto& t = r->timings;
+                reply.result(json{{"sandboxId", r->sandbox_id},
+                                  {"accel", vm::accel_name(r->accel)},
+                                  {"state", "ready"},
+                                  {"limits", limits_json(r->limits)},
+                                  {"timings", {{"totalMs", t.total_ms}, {"imageMs", t.image_ms}, {"templateMs", t.template_ms}, {"restoreMs", t.restore_ms}}}});
+              });
+  });
+
+  d.on_request("sandbox/list", [m](const json&, Reply reply) {
+    json list = json::array();
+    for (const auto& s : m->list()) {
+      json item{{"sandboxId", s.id}, {"state", core::state_name(s.state)}, {"accel", vm::accel_name(m->accel())},
+                {"ageMs", s.age_ms}, {"processes", s.processes}, {"limits", limits_json(s.limits)}};
+      if (s.reason != core::StopReason::kNone) item["reason"] = core::reason_name(s.reason);
+      list.push_back(std::move(item));
+    }
+    reply.result(json{{"sandboxes", std::move(list)}});
+  });
+
+  d.on_request("sandbox/destroy", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_sandbox_id(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    m->destroy(p.sandbox_id, answer_void(reply));
+  });
+
+  d.on_request("process/start", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_process_start(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    core::ProcessSpec spec{std::move(p.argv), std::move(p.cwd), std::move(p.env), std::nullopt};
+    if (p.pty) spec.pty = std::make_pair(p.pty->cols, p.pty->rows);
+    m->start_process(p.sandbox_id, std::move(spec), [reply](Result<std::string> id) {
+      if (!id) return reply.error(to_rpc_error(id.error()));
+      reply.result(json{{"processId", *id}});
+    });
+  });
+
+  d.on_request("process/write", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_process_write(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    answer_void(reply)(m->write_stdin(p.process_id, p.data));
+  });
+
+  d.on_request("process/closeStdin", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_process_id(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    answer_void(reply)(m->close_stdin(p.process_id));
+  });
+
+  d.on_request("process/resize", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_process_resize(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    m->resize(p.process_id, p.size.cols, p.size.rows, answer_void(reply));
+  });
+
+  d.on_request("process/signal", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_process_signal(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    m->signal(p.process_id, p.signal, answer_void(reply));
+  });
+}
+
+void SandboxMethods::state_changed(const std::string& id, core::SandboxState state, core::StopReason reason, const std::string& message) {
+  connection_.notify("sandbox/stateChanged", protocol::state_changed_json(id, std::string(core::state_name(state)),
+                                                                           std::string(core::reason_name(reason)), message));
+}
+
+void SandboxMethods::process_output(const std::string& process_id, core::OutputStream stream, const core::OutputChunk& chunk) {
+  connection_.notify("process/output", protocol::process_output_json(process_id, std::string(core::stream_name(stream)), chunk.data, chunk.base64));
+}
+
+void SandboxMethods::process_exited(const std::string& process_id, const core::ProcessExit& exit) {
+  json params = protocol::process_exited_json(process_id, exit.exit_code, exit.signal);
+  if (exit.reason != core::ProcessEndReason::kNone) params["reason"] = core::end_reason_name(exit.reason);
+  connection_.notify("process/exited", params);
+}
+
+}  // namespace lockroom::api

@@ -1,0 +1,28 @@
+// The editor face of sandboxes and processes: sandbox/* and process/* on a Connection.
+//
+// Reads params with protocol/sandbox.h, calls the SandboxManager, answers with the documented
+// results (protocol/sandboxes.md), and turns core events into sandbox/stateChanged,
+// process/output and process/exited notifications. Loop thread only.
+#pragma once
+
+#include "server/core/sandbox_events.h"
+#include "server/core/sandbox_manager.h"
+#include "server/rpc/connection.h"
+
+namespace lockroom::api {
+
+class SandboxMethods final : public core::SandboxEvents {
+ public:
+  explicit SandboxMethods(rpc::Connection& connection) : connection_(connection) {}
+  // Registers the methods; `manager` must outlive the connection's dispatching.
+  void bind(core::SandboxManager& manager);
+
+  void state_changed(const std::string& id, core::SandboxState state, core::StopReason reason, const std::string& message) override;
+  void process_output(const std::string& process_id, core::OutputStream stream, const core::OutputChunk& chunk) override;
+  void process_exited(const std::string& process_id, const core::ProcessExit& exit) override;
+
+ private:
+  rpc::Connection& connection_;
+};
+
+}  // namespace lockroom::api

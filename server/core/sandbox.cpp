@@ -1,0 +1,263 @@
+// Sandbox; see sandbox.h.
+#include "server/core/sandbox.h"
+
+#include <csignal>
+
+#include <spdlog/spdlog.h>
+
+#include "server/common/uv_handle.h"
+
+namespace lockroom::core {
+
+namespace wire = protocol::channel;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kHealthEvery = 15s;
+constexpr int kMaxMissedHealth = 3;
+
+OutputStream stream_of(channel::OutputKind kind) {
+  switch (kind) {
+    case channel::OutputKind::kStdout: return OutputStream::kStdout;
+    case channel::OutputKind::kStderr: return OutputStream::kStderr;
+    case channel::OutputKind::kPty: return OutputStream::kPty;
+  }
+  return OutputStream::kStdout;
+}
+
+bool is_failure(StopReason reason) {
+  return reason == StopReason::kGuestCrashed || reason == StopReason::kChannelError ||
+         reason == StopReason::kAgentUnresponsive || reason == StopReason::kMemoryLimit;
+}
+
+}  // namespace
+
+std::string_view stream_name(OutputStream stream) {
+  switch (stream) {
+    case OutputStream::kStdout: return "stdout";
+    case OutputStream::kStderr: return "stderr";
+    case OutputStream::kPty: return "pty";
+  }
+  return "stdout";
+}
+
+std::string_view end_reason_name(ProcessEndReason reason) {
+  switch (reason) {
+    case ProcessEndReason::kNone: return "";
+    case ProcessEndReason::kOutputLimit: return "outputLimit";
+    case ProcessEndReason::kSandboxGone: return "sandboxGone";
+  }
+  return "";
+}
+
+struct Sandbox::Process {
+  std::int64_t pid = 0;  // in the guest; 0 until process.start answers
+  bool pty = false;
+  std::uint64_t output_bytes = 0;
+  bool over_limit = false;
+  OutputTextEncoder encoders[3];
+  OutputTextEncoder& encoder(OutputStream s) { return encoders[static_cast<int>(s)]; }
+};
+
+Sandbox::Sandbox(uv_loop_t* loop, std::string id, Resources limits, std::map<std::string, std::string> env, SandboxEvents& events)
+    : loop_(loop), id_(std::move(id)), limits_(limits), env_(std::move(env)), events_(events) {}
+
+Sandbox::~Sandbox() {
+  *alive_ = false;
+  close_handle(lifetime_);
+  close_handle(health_);
+  close_and_release(std::move(link_));
+}
+
+void Sandbox::adopt(std::unique_ptr<vm::Vm> vm, std::unique_ptr<GuestLink> link) {
+  vm_ = std::move(vm);
+  link_ = std::move(link);
+  set_state(SandboxState::kReady, StopReason::kNone, "");
+  arm_lifetime();
+}
+
+void Sandbox::arm_lifetime() {
+  lifetime_ = new_handle<uv_timer_t>(this);
+  uv_timer_init(loop_, lifetime_);
+  uv_timer_start(lifetime_, [](uv_timer_t* t) {
+    auto* self = static_cast<Sandbox*>(t->data);
+    if (!self) return;
+    self->stop(StopReason::kLifetimeLimit,
+               "the sandbox reached its lifetime limit of " + std::to_string(self->limits_.lifetime_seconds) +
+                   " s (resources.timeoutSeconds)");
+  }, static_cast<std::uint64_t>(limits_.lifetime_seconds) * 1000, 0);
+
+  health_ = new_handle<uv_timer_t>(this);
+  uv_timer_init(loop_, health_);
+  auto every = static_cast<std::uint64_t>(std::chrono::milliseconds(kHealthEvery).count());
+  uv_timer_start(health_, [](uv_timer_t* t) {
+    if (auto* self = static_cast<Sandbox*>(t->data)) self->check_health();
+  }, every, every);
+}
+
+void Sandbox::check_health() {
+  if (state_ != SandboxState::kReady || !link_ || health_in_flight_) return;
+  health_in_flight_ = true;
+  auto alive = alive_;
+  link_->agent().health([this, alive](Result<wire::HealthResult> r) {
+    if (!*alive) return;
+    health_in_flight_ = false;
+    missed_health_ = r.ok() ? 0 : missed_health_ + 1;
+    if (missed_health_ >= kMaxMissedHealth)
+      stop(StopReason::kAgentUnresponsive, "the guest agent did not answer " + std::to_string(kMaxMissedHealth) +
+                                               " health checks in a row (last: " + r.error().message + ")");
+  });
+}
+
+void Sandbox::set_state(SandboxState state, StopReason reason, const std::string& message) {
+  state_ = state;
+  reason_ = reason;
+  events_.state_changed(id_, state, reason, message);
+}
+
+Sandbox::Process* Sandbox::find(const std::string& process_id) {
+  auto it = processes_.find(process_id);
+  return it == processes_.end() ? nullptr : it->second.get();
+}
+
+void Sandbox::start_process(const std::string& process_id, const ProcessSpec& spec, std::function<void(Result<void>)> done) {
+  if (auto ok = allowed(SandboxOp::kStartProcess); !ok) return done(ok.error());
+  auto& proc = processes_[process_id];
+  proc = std::make_unique<Process>();
+  proc->pty = spec.pty.has_value();
+
+  wire::ProcessStartParams params;
+  params.argv = spec.argv;
+  params.cwd = spec.cwd;
+  for (const auto& [k, v] : env_) params.env.emplace_back(k, v);
+  for (const auto& [k, v] : spec.env) params.env.emplace_back(k, v);
+  if (spec.pty) params.pty = wire::TerminalSize{spec.pty->first, spec.pty->second};
+
+  auto alive = alive_;
+  channel::ProcessEvents events;
+  events.on_output = [this, alive, process_id](channel::OutputKind kind, std::string_view bytes) {
+    if (*alive) on_output(process_id, stream_of(kind), bytes);
+  };
+  events.on_output_end = [this, alive, process_id](channel::OutputKind kind) {
+    if (!*alive) return;
+    if (Process* p = find(process_id)) {
+      OutputStream s = stream_of(kind);
+      if (auto tail = p->encoder(s).flush(); !tail.empty()) events_.process_output(process_id, s, tail);
+    }
+  };
+  events.on_exit = [this, alive, process_id](const wire::ProcessExited& exited) {
+    if (!*alive) return;
+    Process* p = find(process_id);
+    if (!p) return;
+    ProcessExit exit{exited.exit_code, exited.signal, p->over_limit ? ProcessEndReason::kOutputLimit : ProcessEndReason::kNone};
+    finish_process(process_id, exit);
+  };
+  link_->agent().start_process(params, std::move(events), [this, alive, process_id, done](Result<wire::ProcessStartResult> r) {
+    if (!*alive) return;
+    Process* p = find(process_id);
+    if (!r) {
+      processes_.erase(process_id);
+      return done(r.error());
+    }
+    if (p) p->pid = r->pid;
+    done({});
+  });
+}
+
+void Sandbox::on_output(const std::string& process_id, OutputStream stream, std::string_view bytes) {
+  Process* p = find(process_id);
+  if (!p || p->over_limit) return;
+  std::uint64_t room = limits_.max_output_bytes - std::min(limits_.max_output_bytes, p->output_bytes);
+  bool exceeds = bytes.size() > room;
+  std::string_view allowed_bytes = exceeds ? bytes.substr(0, room) : bytes;
+  p->output_bytes += allowed_bytes.size();
+  if (!allowed_bytes.empty()) {
+    events_.process_bytes(process_id, stream, allowed_bytes);
+    if (auto chunk = p->encoder(stream).encode(allowed_bytes); !chunk.empty()) events_.process_output(process_id, stream, chunk);
+  }
+  if (exceeds) {
+    p->over_limit = true;
+    spdlog::info("{}: process {} passed its output limit of {} bytes; killing it", id_, process_id, limits_.max_output_bytes);
+    if (p->pid && link_) link_->agent().signal(p->pid, SIGKILL, [](Result<void>) {});
+  }
+}
+
+void Sandbox::finish_process(const std::string& process_id, ProcessExit exit) {
+  auto it = processes_.find(process_id);
+  if (it == processes_.end()) return;
+  std::unique_ptr<Process> p = std::move(it->second);
+  processes_.erase(it);
+  for (OutputStream s : {OutputStream::kStdout, OutputStream::kStderr, OutputStream::kPty})
+    if (auto tail = p->encoder(s).flush(); !tail.empty()) events_.process_output(process_id, s, tail);
+  events_.process_exited(process_id, exit);
+}
+
+Result<void> Sandbox::write_stdin(const std::string& process_id, std::string_view bytes) {
+  if (auto ok = allowed(SandboxOp::kProcessIo); !ok) return ok;
+  Process* p = find(process_id);
+  if (!p || !p->pid) return make_error(ErrorCode::kWrongState, "process " + process_id + " has not started yet");
+  return link_->agent().write_stdin(p->pid, bytes);
+}
+
+Result<void> Sandbox::close_stdin(const std::string& process_id) {
+  if (auto ok = allowed(SandboxOp::kProcessIo); !ok) return ok;
+  Process* p = find(process_id);
+  if (!p || !p->pid) return make_error(ErrorCode::kWrongState, "process " + process_id + " has not started yet");
+  if (p->pty) return link_->agent().write_stdin(p->pid, "\x04");  // a terminal's end of input
+  return link_->agent().close_stdin(p->pid);
+}
+
+void Sandbox::resize(const std::string& process_id, int cols, int rows, std::function<void(Result<void>)> done) {
+  if (auto ok = allowed(SandboxOp::kProcessIo); !ok) return done(ok.error());
+  Process* p = find(process_id);
+  if (!p || !p->pid) return done(make_error(ErrorCode::kWrongState, "process " + process_id + " has not started yet"));
+  if (!p->pty) return done(make_error(ErrorCode::kInvalidInput, "process " + process_id + " has no terminal to resize (start it with pty)"));
+  link_->agent().resize(p->pid, wire::TerminalSize{cols, rows}, std::move(done));
+}
+
+void Sandbox::signal(const std::string& process_id, int signal, std::function<void(Result<void>)> done) {
+  if (auto ok = allowed(SandboxOp::kProcessIo); !ok) return done(ok.error());
+  Process* p = find(process_id);
+  if (!p || !p->pid) return done(make_error(ErrorCode::kWrongState, "process " + process_id + " has not started yet"));
+  link_->agent().signal(p->pid, signal, std::move(done));
+}
+
+void Sandbox::stop(StopReason reason, const std::string& message, std::function<void()> done) {
+  if (is_final(state_)) {
+    if (done) done();
+    return;
+  }
+  if (done) stopped_callbacks_.push_back(std::move(done));
+  if (state_ == SandboxState::kStopping) return;
+  wind_down(reason, message);
+  if (vm_ && vm_->running()) return vm_->kill();  // vm_exited() finishes
+  finalize();
+}
+
+void Sandbox::vm_exited(const vm::VmExit& exit) {
+  if (state_ == SandboxState::kStopping) return finalize();
+  if (is_final(state_)) return;
+  // QEMU went away on its own: the guest crashed or was killed.
+  wind_down(StopReason::kGuestCrashed, "the guest stopped: " + exit.reason);
+  finalize();
+}
+
+void Sandbox::wind_down(StopReason reason, const std::string& message) {
+  stop_message_ = message;
+  set_state(SandboxState::kStopping, reason, message);
+  close_handle(lifetime_);
+  close_handle(health_);
+  // Every process gets its exit, then the channel goes; QEMU last.
+  while (!processes_.empty())
+    finish_process(processes_.begin()->first, ProcessExit{std::nullopt, SIGKILL, ProcessEndReason::kSandboxGone});
+  close_and_release(std::move(link_));
+}
+
+void Sandbox::finalize() {
+  set_state(is_failure(reason_) ? SandboxState::kFailed : SandboxState::kGone, reason_, stop_message_);
+  auto callbacks = std::move(stopped_callbacks_);
+  for (auto& fn : callbacks) fn();
+}
+
+}  // namespace lockroom::core

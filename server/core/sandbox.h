@@ -1,0 +1,96 @@
+// Sandbox: one running guest — its VM, its agent link, its processes, its limits.
+//
+// Made by the SandboxManager from a restored VM; lives in state `ready` until it is destroyed,
+// hits its lifetime, or fails (QEMU exits, the channel breaks, the agent stops answering). Each
+// process it starts is tracked until its exit is reported: exactly one `process_exited` per
+// process, also when the sandbox goes away under it. Output is encoded as text or base64 per
+// stream and counted against the per-process limit; past it the process is killed.
+// Loop thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/core/guest_link.h"
+#include "server/core/resources.h"
+#include "server/core/sandbox_events.h"
+#include "server/core/sandbox_state.h"
+#include "server/vm/vm.h"
+
+namespace lockroom::core {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;
+  std::optional<std::string> cwd;
+  std::map<std::string, std::string> env;
+  std::optional<std::pair<int, int>> pty;  // cols, rows
+};
+
+class Sandbox {
+ public:
+  Sandbox(uv_loop_t* loop, std::string id, Resources limits, std::map<std::string, std::string> env, SandboxEvents& events);
+  ~Sandbox();
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+
+  // Takes the restored VM and its agent link; the sandbox is `ready` from here on.
+  void adopt(std::unique_ptr<vm::Vm> vm, std::unique_ptr<GuestLink> link);
+  // Ends the sandbox: processes get their exits, the VM is killed, its state dir removed.
+  // `done` runs when QEMU is gone. Safe to call in any state; later calls only add `done`.
+  void stop(StopReason reason, const std::string& message, std::function<void()> done = {});
+  // The VM exited (called by the manager's Vm callback).
+  void vm_exited(const vm::VmExit& exit);
+
+  void start_process(const std::string& process_id, const ProcessSpec& spec, std::function<void(Result<void>)> done);
+  Result<void> write_stdin(const std::string& process_id, std::string_view bytes);
+  Result<void> close_stdin(const std::string& process_id);
+  void resize(const std::string& process_id, int cols, int rows, std::function<void(Result<void>)> done);
+  void signal(const std::string& process_id, int signal, std::function<void(Result<void>)> done);
+
+  const std::string& id() const { return id_; }
+  SandboxState state() const { return state_; }
+  StopReason reason() const { return reason_; }
+  const Resources& limits() const { return limits_; }
+  std::size_t live_processes() const { return processes_.size(); }
+  std::chrono::steady_clock::time_point created() const { return created_; }
+  bool has_process(const std::string& process_id) const { return processes_.count(process_id) != 0; }
+
+ private:
+  struct Process;
+  Process* find(const std::string& process_id);
+  void on_output(const std::string& process_id, OutputStream stream, std::string_view bytes);
+  void finish_process(const std::string& process_id, ProcessExit exit);
+  void set_state(SandboxState state, StopReason reason, const std::string& message);
+  void wind_down(StopReason reason, const std::string& message);
+  void finalize();
+  void arm_lifetime();
+  void check_health();
+  Result<void> allowed(SandboxOp op) const { return check_allowed(op, state_, id_, reason_ == StopReason::kNone ? "" : std::string(reason_name(reason_))); }
+
+  uv_loop_t* loop_;
+  std::string id_;
+  Resources limits_;
+  std::map<std::string, std::string> env_;
+  SandboxEvents& events_;
+  SandboxState state_ = SandboxState::kCreating;
+  StopReason reason_ = StopReason::kNone;
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
+  std::unique_ptr<vm::Vm> vm_;
+  std::unique_ptr<GuestLink> link_;
+  std::map<std::string, std::unique_ptr<Process>> processes_;
+  uv_timer_t* lifetime_ = nullptr;
+  uv_timer_t* health_ = nullptr;
+  int missed_health_ = 0;
+  bool health_in_flight_ = false;
+  std::vector<std::function<void()>> stopped_callbacks_;
+  std::string stop_message_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace lockroom::core

@@ -1,0 +1,40 @@
+// What the sandbox core tells the world: state changes and process events, in core types.
+//
+// The editor face (server/api) turns them into notifications; `lockroom run` into terminal
+// output. Called on the loop thread, from inside core callbacks: implementations must not call
+// back into the manager synchronously in a way that destroys the sandbox being reported.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "server/core/output_text.h"
+#include "server/core/sandbox_state.h"
+
+namespace lockroom::core {
+
+enum class OutputStream { kStdout, kStderr, kPty };
+std::string_view stream_name(OutputStream stream);
+
+// Why lockroom ended a process itself (empty when the process ended on its own).
+enum class ProcessEndReason { kNone, kOutputLimit, kSandboxGone };
+std::string_view end_reason_name(ProcessEndReason reason);
+
+struct ProcessExit {
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  ProcessEndReason reason = ProcessEndReason::kNone;
+};
+
+class SandboxEvents {
+ public:
+  virtual ~SandboxEvents() = default;
+  virtual void state_changed(const std::string& sandbox_id, SandboxState state, StopReason reason, const std::string& message) = 0;
+  virtual void process_output(const std::string& process_id, OutputStream stream, const OutputChunk& chunk) = 0;
+  // Raw bytes as they came, for consumers that want them (a terminal); default: nothing.
+  virtual void process_bytes(const std::string& process_id, OutputStream stream, std::string_view bytes) {}
+  virtual void process_exited(const std::string& process_id, const ProcessExit& exit) = 0;
+};
+
+}  // namespace lockroom::core

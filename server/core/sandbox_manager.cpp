@@ -1,0 +1,403 @@
+// SandboxManager; see sandbox_manager.h.
+#include "server/core/sandbox_manager.h"
+
+#include <sys/random.h>
+
+#include <ctime>
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include "server/common/uv_defer.h"
+#include "server/common/uv_handle.h"
+#include "server/vm/host_tsc.h"
+#include "server/vm/image/image_builder.h"
+
+namespace lockroom::core {
+
+namespace wire = protocol::channel;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t kMaxTombstones = 256;
+
+std::int64_t ms_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+std::string shape_key(const Resources& r) { return std::to_string(r.cpus) + "cpu-" + std::to_string(r.memory_mib) + "mib"; }
+
+// Builds (or finds) the guest image on libuv's thread pool; progress lines hop back to the loop.
+struct ImageJob {
+  uv_work_t work{};
+  uv_async_t* async = nullptr;
+  vm::image::ImageBuildOptions options;
+  std::optional<Result<vm::image::GuestImage>> result;
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  CreateProgress progress;
+  std::function<void(Result<vm::image::GuestImage>)> done;
+
+  void flush_lines() {
+    std::vector<std::string> pending;
+    {
+      std::lock_guard lock(mutex);
+      pending.swap(lines);
+    }
+    for (auto& line : pending) {
+      spdlog::info("image: {}", line);
+      if (progress) progress(line, 5);
+    }
+  }
+};
+
+void run_image_job(uv_loop_t* loop, ImageJob* job) {
+  job->async = new_handle<uv_async_t>(job);
+  uv_async_init(loop, job->async, [](uv_async_t* a) {
+    if (auto* job = static_cast<ImageJob*>(a->data)) job->flush_lines();
+  });
+  job->work.data = job;
+  uv_queue_work(
+      loop, &job->work,
+      [](uv_work_t* w) {
+        auto* job = static_cast<ImageJob*>(w->data);
+        job->result = vm::image::ensure_image(job->options, [job](const std::string& line) {
+          {
+            std::lock_guard lock(job->mutex);
+            job->lines.push_back(line);
+          }
+          uv_async_send(job->async);
+        });
+      },
+      [](uv_work_t* w, int) {
+        std::unique_ptr<ImageJob> job(static_cast<ImageJob*>(w->data));
+        job->flush_lines();
+        close_handle(job->async);
+        auto result = job->result ? std::move(*job->result)
+                                  : Result<vm::image::GuestImage>(make_error(ErrorCode::kInternal, "the image build did not run"));
+        job->done(std::move(result));
+      });
+}
+
+std::string random_entropy(std::size_t n) {
+  std::string out(n, '\0');
+  std::size_t got = 0;
+  while (got < n) {
+    ssize_t r = getrandom(out.data() + got, n - got, 0);
+    if (r <= 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  return out;
+}
+
+std::int64_t unix_time_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// Holds the agent link a readiness check made, until the sandbox adopts it.
+struct LinkSlot {
+  std::unique_ptr<GuestLink> link;
+};
+
+}  // namespace
+
+SandboxManager::SandboxManager(uv_loop_t* loop, ManagerConfig config, SandboxEvents& events)
+    : loop_(loop), config_(std::move(config)), events_(events) {}
+
+SandboxManager::~SandboxManager() { *alive_ = false; }
+
+// --- image and templates --------------------------------------------------------------------
+
+void SandboxManager::ensure_image(CreateProgress progress, std::function<void(Result<vm::image::GuestImage>)> done) {
+  if (image_) return done(*image_);
+  if (!image_waiters_.join(std::move(done))) return;
+  auto* job = new ImageJob();
+  job->options.cache = config_.paths.cache;
+  job->options.agent = config_.agent;
+  job->progress = std::move(progress);
+  auto alive = alive_;
+  job->done = [this, alive](Result<vm::image::GuestImage> r) {
+    if (!*alive) return;
+    if (r) image_ = *r;
+    image_waiters_.finish(r);
+  };
+  run_image_job(loop_, job);
+}
+
+vm::VmSpec SandboxManager::base_spec(const vm::image::GuestImage& image, const Resources& limits) const {
+  vm::VmSpec spec;
+  spec.state_root = config_.paths.state;
+  spec.qemu.accel = config_.accel;
+  spec.qemu.vcpus = limits.cpus;
+  spec.qemu.memory_mib = limits.memory_mib;
+  spec.qemu.kernel = image.kernel();
+  spec.qemu.initrd = image.initrd();
+  vm::KernelCmdlineOptions cmdline;
+  if (config_.accel == vm::Accel::kTcg) cmdline.tsc_khz = vm::host_tsc_khz();
+  spec.qemu.kernel_cmdline = vm::kernel_cmdline(cmdline);
+  spec.boot_timeout = config_.boot_timeout;
+  return spec;
+}
+
+void SandboxManager::ensure_template(const Resources& limits, CreateProgress progress,
+                                     std::function<void(Result<std::shared_ptr<vm::VmTemplate>>)> done) {
+  std::string key = shape_key(limits);
+  if (auto it = templates_.find(key); it != templates_.end()) return done(it->second);
+  if (!template_waiters_[key].join(std::move(done))) return;
+  auto alive = alive_;
+  auto fail_all = [this, key](const Error& e) { template_waiters_[key].finish(e); };
+  ensure_image(progress, [this, alive, key, limits, progress, fail_all](Result<vm::image::GuestImage> image) {
+    if (!*alive) return;
+    if (!image) return fail_all(image.error());
+    if (progress) progress("Booting a template guest (first sandbox of this size)", 20);
+    vm::VmSpec spec = base_spec(*image, limits);
+    // The template is ready when its agent answers hello; the link is then closed so the
+    // snapshot holds an agent waiting for a new host.
+    auto socket_deadline = config_.boot_timeout;
+    spec.readiness = [socket_deadline](vm::Vm& vm, std::function<void(Result<void>)> ready) {
+      GuestLink::connect(vm.loop(), vm.paths().channel_socket, socket_deadline, nullptr,
+                         [ready](Result<std::unique_ptr<GuestLink>> link) {
+                           if (!link) return ready(link.error());
+                           close_and_release(std::move(*link), [ready] { ready({}); });
+                         });
+    };
+    vm::VmTemplate::create(loop_, spec, [this, alive, key](Result<std::shared_ptr<vm::VmTemplate>> tpl) {
+      if (!*alive) return;
+      if (tpl) {
+        spdlog::info("template {}: booted in {} ms, snapshot {} bytes", key, (*tpl)->boot_time().count(),
+                     (*tpl)->snapshot().state_bytes);
+        if (!shutting_down_) templates_[key] = *tpl;
+      }
+      template_waiters_[key].finish(tpl);
+    });
+  });
+}
+
+// --- create ---------------------------------------------------------------------------------
+
+void SandboxManager::create(CreateRequest request, CreateProgress progress, std::function<void(Result<CreateResult>)> done) {
+  if (shutting_down_) return done(make_error(ErrorCode::kWrongState, "the server is shutting down"));
+  auto limits = resolve_resources(request.resources, probe_host_capacity());
+  if (!limits) return done(limits.error());
+  auto started = Clock::now();
+  auto timings = std::make_shared<CreateTimings>();
+  auto alive = alive_;
+  bool first_of_shape = templates_.count(shape_key(*limits)) == 0;
+  if (progress) progress(first_of_shape ? "Preparing the guest image" : "Restoring a guest", first_of_shape ? 0 : 50);
+  ensure_template(*limits, progress, [=, env = std::move(request.env)](Result<std::shared_ptr<vm::VmTemplate>> tpl) mutable {
+    if (!*alive) return;
+    if (!tpl) return done(make_error(ErrorCode::kUnavailable, "cannot start a guest: " + tpl.error().message));
+    timings->template_ms = first_of_shape ? ms_since(started) : 0;
+    auto restore_started = Clock::now();
+    if (progress) progress("Restoring a guest from the template", 60);
+    restore(*tpl, *limits, std::move(env), [=](Result<std::string> id) {
+      if (!*alive) return;
+      if (!id) return done(id.error());
+      timings->restore_ms = ms_since(restore_started);
+      timings->total_ms = ms_since(started);
+      done(CreateResult{*id, config_.accel, *limits, *timings});
+    });
+  });
+}
+
+void SandboxManager::restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limits, std::map<std::string, std::string> env,
+                             std::function<void(Result<std::string>)> done) {
+  std::string id = new_sandbox_id();
+  auto slot = std::make_shared<LinkSlot>();
+  auto alive = alive_;
+  auto restore_timeout = config_.restore_timeout;
+  int max_processes = limits.max_processes;
+  // After the restore: connect, then fresh time and entropy, then the process limit.
+  auto after_restore = [this, alive, slot, id, restore_timeout, max_processes](vm::Vm& vm, std::function<void(Result<void>)> ready) {
+    auto on_failed = [this, alive, id](const Error& e) {
+      if (!*alive) return;
+      if (auto it = sandboxes_.find(id); it != sandboxes_.end())
+        it->second->stop(StopReason::kChannelError, "the guest channel failed: " + e.message);
+    };
+    GuestLink::connect(vm.loop(), vm.paths().channel_socket, restore_timeout, on_failed,
+                       [slot, ready, max_processes](Result<std::unique_ptr<GuestLink>> link) {
+                         if (!link) return ready(link.error());
+                         slot->link = std::move(*link);
+                         wire::ResumeParams resume;
+                         resume.unix_time_ns = unix_time_ns();
+                         resume.entropy = random_entropy(64);
+                         slot->link->agent().resume(resume, [slot, ready, max_processes](Result<wire::ResumeResult> r) {
+                           if (!r) return ready(make_error(r.error().code, "the restored guest refused fresh time and entropy: " + r.error().message));
+                           if (!slot->link) return ready(make_error(ErrorCode::kUnavailable, "the guest link closed"));
+                           wire::LimitsParams lp;
+                           lp.max_processes = max_processes;
+                           slot->link->agent().set_limits(lp, [ready](Result<wire::LimitsResult> l) {
+                             if (!l) return ready(l.error());
+                             ready({});
+                           });
+                         });
+                       });
+  };
+  vm::VmSpec spec = tpl->restore_spec("sandbox", after_restore);
+  spec.boot_timeout = config_.restore_timeout;
+
+  auto sandbox = std::make_unique<Sandbox>(loop_, id, limits, std::move(env), static_cast<SandboxEvents&>(*this));
+  Sandbox* raw = sandbox.get();
+  sandboxes_[id] = std::move(sandbox);
+  auto vm_box = std::make_shared<std::unique_ptr<vm::Vm>>();
+  vm::VmCallbacks callbacks;
+  callbacks.on_ready = [this, alive, id, slot, vm_box, done](Result<void> ready) {
+    if (!*alive) return;
+    auto it = sandboxes_.find(id);
+    if (it == sandboxes_.end()) return;  // destroyed while starting
+    if (!ready) {
+      close_and_release(std::move(slot->link));
+      it->second->stop(StopReason::kGuestCrashed, "the guest did not start: " + ready.error().message);
+      return done(make_error(ErrorCode::kUnavailable, "the guest did not start: " + ready.error().message));
+    }
+    it->second->adopt(std::move(*vm_box), std::move(slot->link));
+    done(id);
+  };
+  callbacks.on_exit = [this, alive, id, vm_box](const vm::VmExit& exit) {
+    if (!*alive) return;
+    if (auto it = sandboxes_.find(id); it != sandboxes_.end()) it->second->vm_exited(exit);
+    // A VM that exits before adoption is freed here, after its callback returns.
+    if (*vm_box) defer(loop_, [vm_box] { vm_box->reset(); });
+  };
+  auto vm = vm::Vm::start(loop_, spec, callbacks);
+  if (!vm) {
+    raw->stop(StopReason::kGuestCrashed, vm.error().message);
+    return done(vm.error());
+  }
+  *vm_box = std::move(*vm);
+}
+
+// --- destroy, list, shutdown ----------------------------------------------------------------
+
+void SandboxManager::destroy(const std::string& sandbox_id, std::function<void(Result<void>)> done) {
+  auto sandbox = sandbox_for(sandbox_id);
+  if (!sandbox) return done(sandbox.error());
+  (*sandbox)->stop(StopReason::kDestroyed, "destroyed on request", [done] { done({}); });
+}
+
+std::vector<SandboxSummary> SandboxManager::list() const {
+  std::vector<SandboxSummary> out;
+  for (const auto& [id, s] : sandboxes_)
+    out.push_back(SandboxSummary{id, s->state(), s->reason(), ms_since(s->created()), s->live_processes(), s->limits()});
+  return out;
+}
+
+void SandboxManager::shutdown(std::function<void()> done) {
+  shutting_down_ = true;
+  auto remaining = std::make_shared<std::size_t>(sandboxes_.size() + 1);
+  auto one_done = [this, remaining, done] {
+    if (--*remaining == 0) {
+      templates_.clear();
+      done();
+    }
+  };
+  std::vector<Sandbox*> all;
+  for (auto& [id, s] : sandboxes_) all.push_back(s.get());
+  for (Sandbox* s : all) s->stop(StopReason::kServerShutdown, "the server is shutting down", one_done);
+  one_done();
+}
+
+// --- processes ------------------------------------------------------------------------------
+
+void SandboxManager::start_process(const std::string& sandbox_id, ProcessSpec spec, std::function<void(Result<std::string>)> done) {
+  auto sandbox = sandbox_for(sandbox_id);
+  if (!sandbox) return done(sandbox.error());
+  std::string process_id = "p-" + std::to_string(next_process_++);
+  process_owner_[process_id] = sandbox_id;
+  (*sandbox)->start_process(process_id, spec, [this, alive = alive_, process_id, done](Result<void> r) {
+    if (!*alive) return;
+    if (!r) {
+      process_owner_.erase(process_id);
+      return done(r.error());
+    }
+    done(process_id);
+  });
+}
+
+Result<void> SandboxManager::write_stdin(const std::string& process_id, std::string_view bytes) {
+  auto s = sandbox_of_process(process_id);
+  if (!s) return s.error();
+  return (*s)->write_stdin(process_id, bytes);
+}
+
+Result<void> SandboxManager::close_stdin(const std::string& process_id) {
+  auto s = sandbox_of_process(process_id);
+  if (!s) return s.error();
+  return (*s)->close_stdin(process_id);
+}
+
+void SandboxManager::resize(const std::string& process_id, int cols, int rows, std::function<void(Result<void>)> done) {
+  auto s = sandbox_of_process(process_id);
+  if (!s) return done(s.error());
+  (*s)->resize(process_id, cols, rows, std::move(done));
+}
+
+void SandboxManager::signal(const std::string& process_id, int signal, std::function<void(Result<void>)> done) {
+  auto s = sandbox_of_process(process_id);
+  if (!s) return done(s.error());
+  (*s)->signal(process_id, signal, std::move(done));
+}
+
+// --- lookups and events ---------------------------------------------------------------------
+
+Result<Sandbox*> SandboxManager::sandbox_for(const std::string& sandbox_id) {
+  if (auto it = sandboxes_.find(sandbox_id); it != sandboxes_.end()) return it->second.get();
+  if (auto t = tombstones_.find(sandbox_id); t != tombstones_.end())
+    return make_error(ErrorCode::kWrongState, "sandbox " + sandbox_id + " is " + std::string(state_name(t->second.first)) + " (" +
+                                                  std::string(reason_name(t->second.second)) + "); create a new sandbox");
+  return make_error(ErrorCode::kNotFound, "no sandbox " + sandbox_id + "; sandbox/list shows the live ones");
+}
+
+Result<Sandbox*> SandboxManager::sandbox_of_process(const std::string& process_id) {
+  auto it = process_owner_.find(process_id);
+  if (it == process_owner_.end())
+    return make_error(ErrorCode::kNotFound, "no running process " + process_id + " (it has exited, or never existed)");
+  return sandbox_for(it->second);
+}
+
+std::string SandboxManager::new_sandbox_id() {
+  static const char* hex = "0123456789abcdef";
+  for (;;) {
+    std::string bytes = random_entropy(3);
+    std::string id = "sb-";
+    for (unsigned char c : bytes) id += {hex[c >> 4], hex[c & 15]};
+    if (!sandboxes_.count(id) && !tombstones_.count(id)) return id;
+  }
+}
+
+void SandboxManager::forget(const std::string& sandbox_id) {
+  auto it = sandboxes_.find(sandbox_id);
+  if (it == sandboxes_.end()) return;
+  if (tombstones_.size() >= kMaxTombstones) tombstones_.erase(tombstones_.begin());
+  tombstones_[sandbox_id] = {it->second->state(), it->second->reason()};
+  sandboxes_.erase(it);
+}
+
+void SandboxManager::state_changed(const std::string& id, SandboxState state, StopReason reason, const std::string& message) {
+  events_.state_changed(id, state, reason, message);
+  if (is_final(state)) {
+    // The sandbox's own callback is running: free it on a later turn.
+    defer(loop_, [this, alive = alive_, id] {
+      if (*alive) forget(id);
+    });
+  }
+}
+
+void SandboxManager::process_output(const std::string& process_id, OutputStream stream, const OutputChunk& chunk) {
+  events_.process_output(process_id, stream, chunk);
+}
+
+void SandboxManager::process_bytes(const std::string& process_id, OutputStream stream, std::string_view bytes) {
+  events_.process_bytes(process_id, stream, bytes);
+}
+
+void SandboxManager::process_exited(const std::string& process_id, const ProcessExit& exit) {
+  process_owner_.erase(process_id);
+  events_.process_exited(process_id, exit);
+}
+
+}  // namespace lockroom::core

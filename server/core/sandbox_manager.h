@@ -1,0 +1,124 @@
+// SandboxManager: creates sandboxes fast, routes process operations, and ends them all.
+//
+// The first create for a resource shape builds the default guest image if needed (on a worker
+// thread, with progress), boots a template guest for that shape, and snapshots it; every create
+// restores a fresh VM from the template (copy-on-write RAM), connects to its agent, gives it the
+// wall-clock time and fresh entropy, and sets its process limit. Templates are never used as
+// sandboxes and restored sandboxes are never reused. Process ids are global ("p-7") and map to
+// their sandbox. Loop thread only.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <uv.h>
+
+#include "server/common/paths.h"
+#include "server/core/resources.h"
+#include "server/core/sandbox.h"
+#include "server/core/sandbox_events.h"
+#include "server/core/wait_list.h"
+#include "server/vm/accel.h"
+#include "server/vm/image/image_store.h"
+#include "server/vm/vm_template.h"
+
+namespace lockroom::core {
+
+struct ManagerConfig {
+  Paths paths;
+  vm::Accel accel = vm::Accel::kTcg;
+  std::filesystem::path agent;  // lockroom-agent on the host, packed into the image
+  std::chrono::milliseconds boot_timeout{180000};
+  std::chrono::milliseconds restore_timeout{30000};
+};
+
+struct CreateRequest {
+  ResourceRequest resources;
+  std::map<std::string, std::string> env;
+};
+
+struct CreateTimings {
+  std::int64_t total_ms = 0;
+  std::int64_t image_ms = 0;     // building or finding the guest image
+  std::int64_t template_ms = 0;  // booting and snapshotting the template (first create per shape)
+  std::int64_t restore_ms = 0;   // QEMU start to agent ready
+};
+
+struct CreateResult {
+  std::string sandbox_id;
+  vm::Accel accel;
+  Resources limits;
+  CreateTimings timings;
+};
+
+struct SandboxSummary {
+  std::string id;
+  SandboxState state;
+  StopReason reason;
+  std::int64_t age_ms;
+  std::size_t processes;
+  Resources limits;
+};
+
+using CreateProgress = std::function<void(const std::string& message, int percent)>;
+
+class SandboxManager : private SandboxEvents {
+ public:
+  SandboxManager(uv_loop_t* loop, ManagerConfig config, SandboxEvents& events);
+  ~SandboxManager() override;
+  SandboxManager(const SandboxManager&) = delete;
+  SandboxManager& operator=(const SandboxManager&) = delete;
+
+  void create(CreateRequest request, CreateProgress progress, std::function<void(Result<CreateResult>)> done);
+  void destroy(const std::string& sandbox_id, std::function<void(Result<void>)> done);
+  std::vector<SandboxSummary> list() const;
+
+  void start_process(const std::string& sandbox_id, ProcessSpec spec, std::function<void(Result<std::string>)> done);
+  Result<void> write_stdin(const std::string& process_id, std::string_view bytes);
+  Result<void> close_stdin(const std::string& process_id);
+  void resize(const std::string& process_id, int cols, int rows, std::function<void(Result<void>)> done);
+  void signal(const std::string& process_id, int signal, std::function<void(Result<void>)> done);
+
+  // Ends every sandbox (reason serverShutdown) and drops the templates; `done` runs after.
+  void shutdown(std::function<void()> done);
+  vm::Accel accel() const { return config_.accel; }
+
+ private:
+  // SandboxEvents, forwarded to the caller's, keeping the process map current.
+  void state_changed(const std::string& id, SandboxState state, StopReason reason, const std::string& message) override;
+  void process_output(const std::string& process_id, OutputStream stream, const OutputChunk& chunk) override;
+  void process_bytes(const std::string& process_id, OutputStream stream, std::string_view bytes) override;
+  void process_exited(const std::string& process_id, const ProcessExit& exit) override;
+
+  void ensure_image(CreateProgress progress, std::function<void(Result<vm::image::GuestImage>)> done);
+  void ensure_template(const Resources& limits, CreateProgress progress,
+                       std::function<void(Result<std::shared_ptr<vm::VmTemplate>>)> done);
+  void restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limits, std::map<std::string, std::string> env,
+               std::function<void(Result<std::string>)> done);
+  vm::VmSpec base_spec(const vm::image::GuestImage& image, const Resources& limits) const;
+  Result<Sandbox*> sandbox_for(const std::string& sandbox_id);
+  Result<Sandbox*> sandbox_of_process(const std::string& process_id);
+  std::string new_sandbox_id();
+  void forget(const std::string& sandbox_id);
+
+  uv_loop_t* loop_;
+  ManagerConfig config_;
+  SandboxEvents& events_;
+  std::optional<vm::image::GuestImage> image_;
+  WaitList<vm::image::GuestImage> image_waiters_;
+  std::map<std::string, std::shared_ptr<vm::VmTemplate>> templates_;  // by shape key
+  std::map<std::string, WaitList<std::shared_ptr<vm::VmTemplate>>> template_waiters_;
+  std::map<std::string, std::unique_ptr<Sandbox>> sandboxes_;
+  std::map<std::string, std::pair<SandboxState, StopReason>> tombstones_;
+  std::map<std::string, std::string> process_owner_;  // process id -> sandbox id
+  std::uint64_t next_process_ = 1;
+  bool shutting_down_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace lockroom::core
