@@ -15,6 +15,16 @@ using namespace lockroom;
 using namespace lockroom::testing;
 namespace wire = lockroom::protocol::channel;
 
+namespace {
+// The agent's resident high-water mark after streaming: a few MiB normally; AddressSanitizer's
+// shadow memory and quarantine inflate it in the asan build.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr long kAgentRssBoundKib = 96 * 1024;
+#else
+constexpr long kAgentRssBoundKib = 16 * 1024;
+#endif
+}  // namespace
+
 TEST_CASE("agent: echo hi gives its output and exit code 0", "[channel][e2e]") {
   AgentHarness h;
   REQUIRE(h.hello);
@@ -204,7 +214,7 @@ TEST_CASE("agent: a slow reader keeps memory bounded on both sides", "[channel][
   long rss = h.agent->peak_rss_kib();
   INFO("agent peak RSS " << rss << " KiB");
   CHECK(rss > 0);
-  CHECK(rss < 16 * 1024);
+  CHECK(rss < kAgentRssBoundKib);  // 4 MiB went through; a buffering agent would hold all of it
   CHECK(h.shutdown() == 0);
 }
 
