@@ -34,7 +34,7 @@ Message classify_object(json&& msg) {
   bool has_id = msg.contains("id");
   if (has_id && !msg["id"].is_null()) {
     id = read_id(msg["id"]);
-    if (!id) return invalid(std::nullopt, "invalid request: \"id\" must be an integer (within 64 bits) or a string, got " + dump(msg["id"]));
+    if (!id) return invalid(std::nullopt, "invalid request: \"id\" must be an integer or a string, got " + dump(msg["id"]));
   }
 
   auto version = msg.find("jsonrpc");

@@ -90,7 +90,7 @@ bool ContentLengthFraming::parse_header(std::string_view block, std::string& err
     // Other headers are ignored, as LSP allows.
   }
   if (!have_length) {
-    error = "invalid header: the Content-Length header is missing";
+    error = problem.empty() ? "invalid header: the Content-Length header is missing" : problem;
     return false;
   }
   // With a length the message can be skipped exactly, even when another header is wrong.
