@@ -149,7 +149,11 @@ void AgentClient::output_ended(std::int64_t pid, OutputKind kind) {
   Proc* p = find(pid);
   if (!p) return;
   p->open_outputs--;
-  if (kind == OutputKind::kPty) p->stdin_open = false;
+  if (kind == OutputKind::kPty) {
+    // The terminal is gone: close our direction too, so neither side keeps the stream.
+    p->stdin_open = false;
+    channel_.close_stream(p->streams.pty_stream);
+  }
   auto alive = alive_;
   if (p->events.on_output_end) p->events.on_output_end(kind);
   if (*alive) maybe_forget(pid);

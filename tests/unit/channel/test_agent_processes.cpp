@@ -37,6 +37,7 @@ TEST_CASE("agent: echo hi gives its output and exit code 0", "[channel][e2e]") {
   CHECK(run->exit->exit_code == 0);
   CHECK_FALSE(h.failure);
   CHECK(h.client->tracked_processes() == 0);
+  REQUIRE(h.loop.run_until([&] { return h.channel->session().stream_count() == 0; }, 5s));  // nothing left open
   CHECK(h.shutdown() == 0);
 }
 
@@ -105,6 +106,7 @@ TEST_CASE("agent: a pty is a real terminal and resizes", "[channel][e2e]") {
   CHECK_THAT(sized->pty, Catch::Contains("30 100"));
   CHECK_THAT(sized->pty, Catch::Contains("TERM=xterm-256color"));
   CHECK(sized->exit->exit_code == 0);
+  REQUIRE(h.loop.run_until([&] { return h.channel->session().stream_count() == 0; }, 5s));  // the pty stream is closed both ways
 
   auto plain = start_process(h, argv({"sleep", "5"}));
   REQUIRE(h.loop.run_until([&] { return plain->started; }));

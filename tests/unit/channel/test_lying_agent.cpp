@@ -301,7 +301,7 @@ TEST_CASE("lying agent: process replies that do not add up", "[channel][hostile]
   SECTION("an exit for a process that was never started") {
     Hostile t;
     t.wait_ready();
-    channel::AgentClient& client = t.agent_client();
+    t.agent_client();  // registers the process.exited handler
     t.agent->on_request([](LyingAgent& a, const protocol::Request&) { a.notify("process.exited", json{{"pid", 4242}, {"exitCode", 0}}); });
     t.call("health");
     CHECK_THAT(t.run(), Catch::Contains("process.exited: pid 4242 was never started by this server"));
