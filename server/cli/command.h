@@ -23,5 +23,6 @@ void add_serve_command(CLI::App& app, CommandContext& ctx);
 void add_version_command(CLI::App& app, CommandContext& ctx);
 void add_doctor_command(CLI::App& app, CommandContext& ctx);
 void add_image_command(CLI::App& app, CommandContext& ctx);
+void add_run_command(CLI::App& app, CommandContext& ctx);
 
 }  // namespace lockroom::cli

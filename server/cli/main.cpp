@@ -5,6 +5,8 @@
 //   lockroom --stdio            the same (editor clients append a bare --stdio)
 //   lockroom version [--json]
 //   lockroom doctor  [--json]   what this machine can do
+//   lockroom run -- CMD ARGS…   CMD in a fresh sandbox
+//   lockroom image build|ls     the default guest image
 #include <algorithm>
 #include <iostream>
 #include <string>
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
   add_version_command(app, ctx);
   add_doctor_command(app, ctx);
   add_image_command(app, ctx);
+  add_run_command(app, ctx);
 
   std::vector<std::string> args = normalise_args(app, argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector of arguments in reverse order

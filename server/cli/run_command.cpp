@@ -1,0 +1,210 @@
+// `lockroom run [--cpus N] [--memory MiB] [--timeout S] -- CMD ARGS…`: CMD in a fresh sandbox.
+//
+// The terminal is passed through when stdin is a terminal (raw mode, a pty in the guest, window
+// size kept in step), so an interactive agent CLI works; otherwise output is streamed and stdin
+// is forwarded until it ends. lockroom exits with CMD's status (128+N when a signal ended it),
+// 125 when the sandbox itself could not run it. The sandbox is destroyed afterwards.
+#include <csignal>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "server/cli/command.h"
+#include "server/cli/sandbox_config.h"
+#include "server/common/uv_handle.h"
+#include "server/core/sandbox_manager.h"
+#include "server/rpc/stdio_transport.h"
+
+namespace lockroom::cli {
+
+namespace {
+
+constexpr int kSandboxFailed = 125;
+
+struct RunOptions {
+  std::int64_t cpus = 0, memory_mib = 0, timeout_s = 0;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+};
+
+// Puts the terminal in raw mode for the life of the object.
+class RawTerminal {
+ public:
+  explicit RawTerminal(int fd) : fd_(fd) {
+    if (tcgetattr(fd_, &saved_) != 0) return;
+    termios raw = saved_;
+    cfmakeraw(&raw);
+    active_ = tcsetattr(fd_, TCSANOW, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active_) tcsetattr(fd_, TCSANOW, &saved_);
+  }
+
+ private:
+  int fd_;
+  termios saved_{};
+  bool active_ = false;
+};
+
+std::pair<int, int> window_size() {
+  winsize ws{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return {ws.ws_col, ws.ws_row};
+  return {80, 24};
+}
+
+void write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+class RunSession final : public core::SandboxEvents {
+ public:
+  RunSession(uv_loop_t* loop, RunOptions options) : loop_(loop), options_(std::move(options)), manager_(loop, sandbox_config(), *this) {}
+
+  int run() {
+    interactive_ = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+    core::CreateRequest request;
+    if (options_.cpus) request.resources.cpus = options_.cpus;
+    if (options_.memory_mib) request.resources.memory_mib = options_.memory_mib;
+    if (options_.timeout_s) request.resources.lifetime_seconds = options_.timeout_s;
+    request.env = options_.env;
+    manager_.create(request, [](const std::string& message, int) { std::cerr << "lockroom: " << message << std::endl; },
+                    [this](Result<core::CreateResult> created) { on_created(std::move(created)); });
+    uv_run(loop_, UV_RUN_DEFAULT);
+    return exit_code_;
+  }
+
+  void state_changed(const std::string& id, core::SandboxState state, core::StopReason reason, const std::string& message) override {
+    if (state == core::SandboxState::kFailed || (state == core::SandboxState::kGone && reason == core::StopReason::kLifetimeLimit)) {
+      std::cerr << "\r\nlockroom: sandbox " << id << " " << core::state_name(state) << ": " << message << std::endl;
+      if (!exited_) exit_code_ = kSandboxFailed;
+    }
+  }
+  void process_output(const std::string&, core::OutputStream, const core::OutputChunk&) override {}
+  void process_bytes(const std::string&, core::OutputStream stream, std::string_view bytes) override {
+    write_all(stream == core::OutputStream::kStderr ? STDERR_FILENO : STDOUT_FILENO, bytes);
+  }
+  void process_exited(const std::string&, const core::ProcessExit& exit) override {
+    exited_ = true;
+    exit_code_ = exit.exit_code ? *exit.exit_code : 128 + exit.signal.value_or(9);
+    if (exit.reason == core::ProcessEndReason::kOutputLimit)
+      std::cerr << "\r\nlockroom: the command passed its output limit and was killed" << std::endl;
+    finish();
+  }
+
+ private:
+  void on_created(Result<core::CreateResult> created) {
+    if (!created) {
+      std::cerr << "lockroom: " << created.error().message << std::endl;
+      exit_code_ = kSandboxFailed;
+      return finish();
+    }
+    sandbox_id_ = created->sandbox_id;
+    spdlog::debug("sandbox {} ready in {} ms", sandbox_id_, created->timings.total_ms);
+    core::ProcessSpec spec{options_.argv, std::nullopt, {}, std::nullopt};
+    if (interactive_) spec.pty = window_size();
+    manager_.start_process(sandbox_id_, spec, [this](Result<std::string> pid) {
+      if (!pid) {
+        std::cerr << "lockroom: cannot start " << options_.argv[0] << ": " << pid.error().message << std::endl;
+        exit_code_ = kSandboxFailed;
+        return finish();
+      }
+      process_id_ = *pid;
+      forward_input();
+    });
+  }
+
+  void forward_input() {
+    if (interactive_) {
+      raw_.emplace(STDIN_FILENO);
+      winch_ = new_handle<uv_signal_t>(this);
+      uv_signal_init(loop_, winch_);
+      uv_signal_start(winch_, [](uv_signal_t* h, int) {
+        auto* self = static_cast<RunSession*>(h->data);
+        if (!self || self->process_id_.empty()) return;
+        auto [cols, rows] = window_size();
+        self->manager_.resize(self->process_id_, cols, rows, [](Result<void>) {});
+      }, SIGWINCH);
+    }
+    stdin_ = std::make_unique<rpc::StdioTransport>(loop_, STDIN_FILENO, STDOUT_FILENO);
+    auto started = stdin_->start(rpc::StdioTransport::Callbacks{
+        [this](std::string_view bytes) {
+          if (!process_id_.empty()) (void)manager_.write_stdin(process_id_, bytes);
+        },
+        [this] {
+          if (!process_id_.empty() && !interactive_) (void)manager_.close_stdin(process_id_);
+        },
+        [](const std::string&) {},
+    });
+    if (!started && !process_id_.empty()) (void)manager_.close_stdin(process_id_);
+  }
+
+  void finish() {
+    if (finishing_) return;
+    finishing_ = true;
+    raw_.reset();
+    close_handle(winch_);
+    if (stdin_) {
+      auto* transport = stdin_.release();
+      transport->close([transport] { delete transport; });
+    }
+    manager_.shutdown([] {});
+  }
+
+  uv_loop_t* loop_;
+  RunOptions options_;
+  core::SandboxManager manager_;
+  bool interactive_ = false;
+  bool exited_ = false;
+  bool finishing_ = false;
+  int exit_code_ = kSandboxFailed;
+  std::string sandbox_id_;
+  std::string process_id_;
+  std::optional<RawTerminal> raw_;
+  std::unique_ptr<rpc::StdioTransport> stdin_;
+  uv_signal_t* winch_ = nullptr;
+};
+
+}  // namespace
+
+void add_run_command(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand("run", "run a command in a fresh sandbox and exit with its status");
+  auto options = std::make_shared<RunOptions>();
+  auto env = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--cpus", options->cpus, "vCPUs for the guest (default 1)");
+  cmd->add_option("--memory", options->memory_mib, "guest memory in MiB (default 512)");
+  cmd->add_option("--timeout", options->timeout_s, "end the sandbox after this many seconds (default 3600)");
+  cmd->add_option("-e,--env", *env, "NAME=VALUE for the command's environment (repeatable)");
+  cmd->add_option("command", options->argv, "the command and its arguments, after --")->required();
+  cmd->callback([&ctx, options, env] {
+    for (const auto& item : *env) {
+      auto eq = item.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::cerr << "lockroom: --env wants NAME=VALUE, got \"" << item << "\"\n";
+        ctx.exit_code = 2;
+        return;
+      }
+      options->env[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+    std::signal(SIGPIPE, SIG_IGN);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    {
+      RunSession session(&loop, *options);
+      ctx.exit_code = session.run();
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&loop) != 0) spdlog::error("bug: handles left open at exit");
+  });
+}
+
+}  // namespace lockroom::cli
