@@ -197,11 +197,11 @@ Result<void> GuestChannel::on_stream_event(const wire::Event& event) {
       if (s.claimed && !s.paused) {
         deliver(id, s, event.data);
       } else {
-        if (!s.claimed && held_total() + event.data.size() > options_.max_unclaimed_bytes)
+        if (!s.claimed && held_total(true) + event.data.size() > options_.max_unclaimed_bytes)
           return violation("the agent sent more than " + std::to_string(options_.max_unclaimed_bytes) +
                            " bytes on streams that no reply has announced (stream " + std::to_string(id) + ")");
         s.held.append(event.data);
-        stats_.max_held = std::max(stats_.max_held, held_total());
+        stats_.max_held = std::max(stats_.max_held, held_total(false));
       }
       break;
     case Type::kWritable:
@@ -234,9 +234,10 @@ void GuestChannel::deliver(std::uint32_t id, Stream& s, std::string_view bytes) 
   session_.consumed(id, bytes.size());
 }
 
-std::size_t GuestChannel::held_total() const {
+std::size_t GuestChannel::held_total(bool unclaimed_only) const {
   std::size_t total = 0;
-  for (const auto& [id, s] : streams_) total += s.held.size();
+  for (const auto& [id, s] : streams_)
+    if (!unclaimed_only || !s.claimed) total += s.held.size();
   return total;
 }
 

@@ -138,7 +138,7 @@ class GuestChannel {
   void on_hello_reply(rpc::CallOutcome outcome);
   void flush();
   void fail_streams(const std::string& reason);
-  std::size_t held_total() const;
+  std::size_t held_total(bool unclaimed_only) const;
 
   uv_loop_t* loop_;
   ChannelOptions options_;
