@@ -1,7 +1,14 @@
 // health, guest.resume, limits.set and the agent's lifetime, against the real agent.
 #include <catch2/catch.hpp>
 
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
 
 #include <fstream>
 #include <thread>
@@ -11,6 +18,8 @@
 using namespace lockroom;
 using namespace lockroom::testing;
 namespace wire = lockroom::protocol::channel;
+
+extern char** environ;
 
 TEST_CASE("agent: health reports uptime, load and memory", "[channel][e2e]") {
   AgentHarness h;
@@ -72,4 +81,44 @@ TEST_CASE("agent: closing the channel ends the agent and what it started", "[cha
   auto deadline = std::chrono::steady_clock::now() + 2s;
   while (!gone() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
   CHECK(gone());
+}
+
+TEST_CASE("agent: --connect serves a unix socket the host listens on", "[channel][e2e]") {
+  std::string dir = (std::filesystem::temp_directory_path() / ("lockroom-connect-" + std::to_string(::getpid()))).string();
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/agent.sock";
+  int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(listener, 1) == 0);
+
+  std::vector<std::string> args = {LOCKROOM_AGENT_PATH, "--connect", path, "--no-clock", "--log-level", "warning"};
+  std::vector<char*> argv_;
+  for (auto& a : args) argv_.push_back(a.data());
+  argv_.push_back(nullptr);
+  pid_t pid = -1;
+  REQUIRE(::posix_spawn(&pid, LOCKROOM_AGENT_PATH, nullptr, nullptr, argv_.data(), environ) == 0);
+  int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  ::close(listener);
+  REQUIRE(fd >= 0);
+
+  Loop loop;
+  std::optional<Result<wire::HelloResult>> hello;
+  auto channel = std::make_unique<channel::GuestChannel>(loop.get());
+  REQUIRE(channel->start(fd, [&](Result<wire::HelloResult> r) { hello.emplace(std::move(r)); }, [](const Error&) {}));
+  REQUIRE(loop.run_until([&] { return hello.has_value(); }));
+  REQUIRE(*hello);
+  CHECK((*hello)->pid == pid);
+  bool closed = false;
+  channel->close([&] { closed = true; });
+  REQUIRE(loop.run_until([&] { return closed; }));
+  channel.reset();
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // the host went away: the agent is done
+  std::filesystem::remove_all(dir);
+  CHECK(loop.finish() == 0);
 }
