@@ -14,7 +14,8 @@
 // Memory per channel is bounded: one frame being decoded, one control message, one window per
 // stream, and bounded queues for what the host writes.
 //
-// Loop thread only. Callbacks may destroy the channel; nothing runs on it afterwards.
+// Loop thread only. Never destroy the channel inside one of its callbacks: call close() there
+// (allowed anywhere) and destroy it once close's `done` has run.
 #pragma once
 
 #include <chrono>
