@@ -67,6 +67,7 @@ Sandbox::~Sandbox() {
   *alive_ = false;
   close_handle(lifetime_);
   close_handle(health_);
+  close_handle(channel_grace_);
   close_and_release(std::move(link_));
 }
 
@@ -243,11 +244,23 @@ void Sandbox::vm_exited(const vm::VmExit& exit) {
   finalize();
 }
 
+void Sandbox::channel_failed(const std::string& message) {
+  if (state_ != SandboxState::kReady || channel_grace_) return;
+  stop_message_ = message;
+  channel_grace_ = new_handle<uv_timer_t>(this);
+  uv_timer_init(loop_, channel_grace_);
+  uv_timer_start(channel_grace_, [](uv_timer_t* t) {
+    auto* self = static_cast<Sandbox*>(t->data);
+    if (self) self->stop(StopReason::kChannelError, self->stop_message_);
+  }, 1000, 0);
+}
+
 void Sandbox::wind_down(StopReason reason, const std::string& message) {
   stop_message_ = message;
   set_state(SandboxState::kStopping, reason, message);
   close_handle(lifetime_);
   close_handle(health_);
+  close_handle(channel_grace_);
   // Every process gets its exit, then the channel goes; QEMU last.
   while (!processes_.empty())
     finish_process(processes_.begin()->first, ProcessExit{std::nullopt, SIGKILL, ProcessEndReason::kSandboxGone});

@@ -46,6 +46,9 @@ class Sandbox {
   void stop(StopReason reason, const std::string& message, std::function<void()> done = {});
   // The VM exited (called by the manager's Vm callback).
   void vm_exited(const vm::VmExit& exit);
+  // The agent link failed. When QEMU is dying the channel usually breaks first, so the sandbox
+  // waits a moment for the VM's exit (reason guestCrashed) before failing it as channelError.
+  void channel_failed(const std::string& message);
 
   void start_process(const std::string& process_id, const ProcessSpec& spec, std::function<void(Result<void>)> done);
   Result<void> write_stdin(const std::string& process_id, std::string_view bytes);
@@ -86,6 +89,7 @@ class Sandbox {
   std::map<std::string, std::unique_ptr<Process>> processes_;
   uv_timer_t* lifetime_ = nullptr;
   uv_timer_t* health_ = nullptr;
+  uv_timer_t* channel_grace_ = nullptr;
   int missed_health_ = 0;
   bool health_in_flight_ = false;
   std::vector<std::function<void()>> stopped_callbacks_;

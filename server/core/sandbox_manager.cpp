@@ -216,7 +216,7 @@ void SandboxManager::restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limi
     auto on_failed = [this, alive, id](const Error& e) {
       if (!*alive) return;
       if (auto it = sandboxes_.find(id); it != sandboxes_.end())
-        it->second->stop(StopReason::kChannelError, "the guest channel failed: " + e.message);
+        it->second->channel_failed("the guest channel failed: " + e.message);
     };
     GuestLink::connect(vm.loop(), vm.paths().channel_socket, restore_timeout, on_failed,
                        [slot, ready, max_processes](Result<std::unique_ptr<GuestLink>> link) {

@@ -1,0 +1,228 @@
+// Sandboxes end to end with the real agent: SandboxManager creates sandboxes by restoring a
+// template it boots itself, runs processes in them, and handles limits and faults. One manager
+// (so one template boot) per test executable; each test creates its own sandboxes.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "server/core/sandbox_manager.h"
+#include "tests/integration/guest_fixture.h"
+
+using namespace lockroom;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Records every event; tests run the loop until what they wait for has happened.
+struct Recorder final : core::SandboxEvents {
+  std::map<std::string, std::string> output;  // process id -> all bytes
+  std::map<std::string, core::ProcessExit> exits;
+  std::vector<std::tuple<std::string, core::SandboxState, core::StopReason>> states;
+  void state_changed(const std::string& id, core::SandboxState s, core::StopReason r, const std::string&) override {
+    states.emplace_back(id, s, r);
+  }
+  void process_output(const std::string& pid, core::OutputStream, const core::OutputChunk& chunk) override {
+    REQUIRE_FALSE(chunk.base64);
+    output[pid] += chunk.data;
+  }
+  void process_exited(const std::string& pid, const core::ProcessExit& exit) override {
+    REQUIRE_FALSE(exits.count(pid));  // exactly one exit per process
+    exits[pid] = exit;
+  }
+  bool reached(const std::string& id, core::SandboxState state) const {
+    for (const auto& [i, s, r] : states)
+      if (i == id && s == state) return true;
+    return false;
+  }
+};
+
+// One loop and one manager for the whole executable, so the template boots once.
+struct World {
+  uv_loop_t loop{};
+  testing::TempState state;
+  Recorder events;
+  std::unique_ptr<core::SandboxManager> manager;
+  World() {
+    uv_loop_init(&loop);
+    core::ManagerConfig config;
+    config.paths.cache = default_paths().cache;
+    config.paths.state = state.dir;
+    config.accel = vm::choose_accel(vm::probe_host_virt(), vm::AccelPreference::kAuto).accel;
+    config.agent = LOCKROOM_AGENT;
+    manager = std::make_unique<core::SandboxManager>(&loop, config, events);
+  }
+  // Runs the loop until `done()` holds, or fails after `limit`.
+  template <typename Pred>
+  void run_until(Pred done, std::chrono::milliseconds limit = 180s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      uv_run(&loop, UV_RUN_ONCE);
+    }
+  }
+  std::string create(core::CreateRequest request = {}) {
+    std::optional<Result<core::CreateResult>> created;
+    manager->create(request, nullptr, [&](Result<core::CreateResult> r) { created = std::move(r); });
+    run_until([&] { return created.has_value(); });
+    INFO((created->ok() ? std::string() : created->error().message));
+    REQUIRE(created->ok());
+    return (*created)->sandbox_id;
+  }
+  std::string start(const std::string& sandbox, std::vector<std::string> argv) {
+    std::optional<Result<std::string>> started;
+    manager->start_process(sandbox, core::ProcessSpec{std::move(argv), std::nullopt, {}, std::nullopt},
+                           [&](Result<std::string> r) { started = std::move(r); });
+    run_until([&] { return started.has_value(); });
+    INFO((started->ok() ? std::string() : started->error().message));
+    REQUIRE(started->ok());
+    return **started;
+  }
+  core::ProcessExit wait_exit(const std::string& pid) {
+    run_until([&] { return events.exits.count(pid) != 0; });
+    return events.exits[pid];
+  }
+  void destroy(const std::string& sandbox) {
+    bool done = false;
+    manager->destroy(sandbox, [&](Result<void> r) {
+      CHECK(r.ok());
+      done = true;
+    });
+    run_until([&] { return done; });
+  }
+};
+
+World& world() {
+  static World* w = [] {
+    spdlog::set_level(spdlog::level::warn);
+    return new World();
+  }();
+  return *w;
+}
+
+}  // namespace
+
+TEST_CASE("a command runs in a restored sandbox: output, exit code, no network interface", "[sandbox]") {
+  World& w = world();
+  std::string sb = w.create();
+  std::string p = w.start(sb, {"sh", "-c", "echo out; ls /sys/class/net; exit 3"});
+  auto exit = w.wait_exit(p);
+  CHECK(exit.exit_code == 3);
+  CHECK(w.events.output[p] == "out\nlo\n");
+  w.destroy(sb);
+  CHECK(w.events.reached(sb, core::SandboxState::kGone));
+}
+
+TEST_CASE("two sandboxes restored from one template do not share random state", "[sandbox]") {
+  World& w = world();
+  std::string a = w.create(), b = w.create();
+  std::string pa = w.start(a, {"sh", "-c", "head -c 16 /dev/urandom | od -An -tx1"});
+  std::string pb = w.start(b, {"sh", "-c", "head -c 16 /dev/urandom | od -An -tx1"});
+  w.wait_exit(pa);
+  w.wait_exit(pb);
+  CHECK(w.events.output[pa].size() > 30);
+  CHECK(w.events.output[pa] != w.events.output[pb]);
+  w.destroy(a);
+  w.destroy(b);
+}
+
+TEST_CASE("a restored sandbox has the host's wall-clock time, not the template's", "[sandbox]") {
+  World& w = world();
+  std::string sb = w.create();
+  std::string p = w.start(sb, {"date", "+%s"});
+  w.wait_exit(p);
+  long guest = std::stol(w.events.output[p]);
+  CHECK(std::abs(guest - static_cast<long>(time(nullptr))) <= 5);
+  w.destroy(sb);
+}
+
+TEST_CASE("destroying a sandbox ends its running processes, each with one exit", "[sandbox]") {
+  World& w = world();
+  std::string sb = w.create();
+  std::string p = w.start(sb, {"sleep", "600"});
+  w.destroy(sb);
+  REQUIRE(w.events.exits.count(p));
+  CHECK(w.events.exits[p].reason == core::ProcessEndReason::kSandboxGone);
+  CHECK(w.events.reached(sb, core::SandboxState::kGone));
+  // The sandbox is gone for good: a new process is refused with the reason.
+  std::optional<Result<std::string>> refused;
+  w.manager->start_process(sb, core::ProcessSpec{{"true"}, std::nullopt, {}, std::nullopt}, [&](Result<std::string> r) { refused = r; });
+  w.run_until([&] { return refused.has_value(); });
+  REQUIRE_FALSE(refused->ok());
+  CHECK_THAT(refused->error().message, Catch::Contains(sb));
+}
+
+TEST_CASE("a process past its output limit is killed and says why", "[sandbox][limits]") {
+  World& w = world();
+  core::CreateRequest request;
+  request.resources.max_output_bytes = 4096;
+  std::string sb = w.create(request);
+  std::string p = w.start(sb, {"sh", "-c", "while :; do echo 0123456789abcdef0123456789abcdef; done"});
+  auto exit = w.wait_exit(p);
+  CHECK(exit.reason == core::ProcessEndReason::kOutputLimit);
+  CHECK(exit.signal == SIGKILL);
+  CHECK(w.events.output[p].size() == 4096);
+  w.destroy(sb);
+}
+
+TEST_CASE("a sandbox past its lifetime is ended with reason lifetimeLimit", "[sandbox][limits]") {
+  World& w = world();
+  core::CreateRequest request;
+  request.resources.lifetime_seconds = 2;
+  std::string sb = w.create(request);
+  std::string p = w.start(sb, {"sleep", "600"});
+  w.run_until([&] { return w.events.reached(sb, core::SandboxState::kGone); }, 60s);
+  bool by_lifetime = false;
+  for (const auto& [id, s, r] : w.events.states)
+    if (id == sb && s == core::SandboxState::kGone) by_lifetime = r == core::StopReason::kLifetimeLimit;
+  CHECK(by_lifetime);
+  CHECK(w.events.exits[p].reason == core::ProcessEndReason::kSandboxGone);
+}
+
+TEST_CASE("QEMU killed from outside: the sandbox fails with guestCrashed and its processes exit", "[sandbox][faults]") {
+  World& w = world();
+  std::string sb = w.create();
+  std::string p = w.start(sb, {"sleep", "600"});
+  // Find this sandbox's QEMU through its state dir and kill it as an outsider would.
+  std::optional<int> qemu;
+  for (const auto& entry : std::filesystem::directory_iterator(w.state.dir / "vms")) {
+    std::ifstream pid_file(entry.path() / "qemu.pid");
+    int pid = 0;
+    if (pid_file >> pid) qemu = pid;
+  }
+  if (!qemu) {
+    // Fall back to the process list: the only QEMU whose command line names our state dir.
+    for (const auto& proc : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream cmdline(proc.path() / "cmdline");
+      std::string text((std::istreambuf_iterator<char>(cmdline)), {});
+      if (text.find("qemu-system") != std::string::npos && text.find(w.state.dir.string() + "/vms") != std::string::npos &&
+          text.find("template") == std::string::npos)
+        qemu = std::stoi(proc.path().filename().string());
+    }
+  }
+  REQUIRE(qemu);
+  ::kill(*qemu, SIGKILL);
+  w.run_until([&] { return w.events.reached(sb, core::SandboxState::kFailed); }, 60s);
+  for (const auto& [id, s, r] : w.events.states)
+    if (id == sb && s == core::SandboxState::kFailed) CHECK(r == core::StopReason::kGuestCrashed);
+  REQUIRE(w.events.exits.count(p));
+  CHECK(w.events.exits[p].reason == core::ProcessEndReason::kSandboxGone);
+}
+
+TEST_CASE("shutdown ends every sandbox and leaves no handles", "[sandbox]") {
+  World& w = world();
+  std::string sb = w.create();
+  bool done = false;
+  w.manager->shutdown([&] { done = true; });
+  w.run_until([&] { return done; });
+  CHECK(w.events.reached(sb, core::SandboxState::kGone));
+  w.manager.reset();
+  uv_run(&w.loop, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&w.loop) == 0);
+}
