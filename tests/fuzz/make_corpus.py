@@ -62,6 +62,7 @@ FAULTS = [
     b"not json",
     b'{"jsonrpc":"2.0","id":8,"method":"m","params":"str"}',
     note("test/notify", [1, "two"]),
+    req(9, "lockroom/echo", {"big": 1.5e300, "small": -2.5e-300, "int": -9223372036854775808}),
 ]
 
 CALLS = [

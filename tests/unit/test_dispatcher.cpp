@@ -703,3 +703,14 @@ TEST_CASE("dispatcher: abandon_requests answers each request in flight -32803 on
   h.d().abandon_requests("again");
   CHECK(h.take().empty());
 }
+
+TEST_CASE("dispatcher: [bug] a message with an overflowing number is answered -32700 and nothing throws",
+          "[dispatcher][bug]") {
+  Harness h;
+  h.d().on_request("echo", [](const json& p, Reply reply) { reply.result(p); });
+  CHECK_NOTHROW(h.d().handle_message(R"({"jsonrpc":"2.0","id":1,"method":"echo","params":{"n":1e999}})"));
+  auto all = h.take();
+  REQUIRE(all.size() == 1);
+  CHECK(all[0]["id"].is_null());
+  CHECK(error_code(all[0]) == codes::kParseError);
+}

@@ -301,3 +301,19 @@ TEST_CASE("jsonrpc: what encode_* writes classifies back to the same message", "
   CHECK(err.error->code == -32800);
   CHECK(err.error->message == "cancelled");
 }
+
+TEST_CASE("jsonrpc: [bug] a number too large for a double is a -32700 parse error, not an exception", "[jsonrpc][bug]") {
+  // nlohmann reports a number that overflows a double (1e999) with json::out_of_range (406), not
+  // json::parse_error, so classify() -- which catches only parse_error -- lets it escape, through
+  // Dispatcher::handle_message and the transport's read callback: one editor message (or one
+  // guest control message) ends the process with std::terminate.
+  for (std::string text : {R"({"jsonrpc":"2.0","id":1,"method":"m","params":[1e999]})",
+                           R"({"jsonrpc":"2.0","id":1e400,"method":"m"})", "6e5536", "-1E+99999"}) {
+    INFO(text);
+    Message m;
+    REQUIRE_NOTHROW(m = classify(text));
+    auto bad = expect<InvalidMessage>(m);
+    CHECK(bad.error.code == codes::kParseError);
+    CHECK_FALSE(bad.id.has_value());
+  }
+}
