@@ -29,6 +29,14 @@ InvalidMessage invalid(std::optional<Id> id, std::string message) {
   return InvalidMessage{std::move(id), RpcError{rpc_error::kInvalidRequest, std::move(message), nullptr}};
 }
 
+// A malformed reply to one of our calls: never answered (the peer would take the answer for a
+// reply to its own request with that id); the dispatcher fails the call instead.
+InvalidMessage invalid_response(std::optional<Id> id, std::string message) {
+  InvalidMessage m = invalid(std::move(id), std::move(message));
+  m.is_response = true;
+  return m;
+}
+
 Message classify_object(json&& msg) {
   std::optional<Id> id;
   bool has_id = msg.contains("id");
@@ -59,15 +67,15 @@ Message classify_object(json&& msg) {
   bool has_result = msg.contains("result");
   bool has_error = msg.contains("error");
   if (!has_result && !has_error) return invalid(id, "invalid request: a message needs \"method\", \"result\" or \"error\"");
-  if (has_result && has_error) return invalid(id, "invalid response: it carries both \"result\" and \"error\"");
-  if (!id) return invalid(std::nullopt, "invalid response: it has no usable \"id\"");
+  if (has_result && has_error) return invalid_response(id, "invalid response: it carries both \"result\" and \"error\"");
+  if (!id) return invalid_response(std::nullopt, "invalid response: it has no usable \"id\"");
   Response response{*id, std::nullopt, std::nullopt};
   if (has_result) {
     response.result = std::move(msg["result"]);
   } else {
     const json& e = msg["error"];
     if (!e.is_object() || !e.contains("code") || !e["code"].is_number_integer())
-      return invalid(id, "invalid response: \"error\" must be an object with an integer \"code\"");
+      return invalid_response(id, "invalid response: \"error\" must be an object with an integer \"code\"");
     RpcError error{e["code"].get<int>(), "", nullptr};
     if (auto m = e.find("message"); m != e.end() && m->is_string()) error.message = m->get<std::string>();
     if (auto d = e.find("data"); d != e.end()) error.data = *d;
@@ -82,7 +90,7 @@ Message classify(std::string_view text) {
   json msg;
   try {
     msg = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers beyond a double (out_of_range)
     // nlohmann's text names the position and the cause (including invalid UTF-8).
     return InvalidMessage{std::nullopt, RpcError{rpc_error::kParseError, std::string("parse error: ") + e.what(), nullptr}};
   }

@@ -68,6 +68,7 @@ struct Response {
 struct InvalidMessage {
   std::optional<Id> id;
   RpcError error;
+  bool is_response = false;  // a malformed reply to one of our calls: not to be answered
 };
 
 using Message = std::variant<Request, Notification, Response, InvalidMessage>;

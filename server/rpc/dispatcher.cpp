@@ -28,6 +28,7 @@ struct ReplyState {
 
   void send(const std::string& text) {
     replied = true;
+    cancel_callbacks.clear();  // they may hold the Reply: keeping them would be a cycle
     if (auto box = outbox.lock()) {
       box->in_flight.erase(key);
       box->send(text);
@@ -55,13 +56,15 @@ struct ReplyState {
     if (replied) return;
     cancelled = true;
     if (auto box = outbox.lock()) box->stats.cancelled++;
+    auto callbacks = std::move(cancel_callbacks);  // send() clears them
     send(protocol::encode_error(id, RpcError{rpc_error::kRequestCancelled, "request " + protocol::id_to_string(id) + " (" + method + ") was cancelled", nullptr}));
-    auto callbacks = std::move(cancel_callbacks);
     for (auto& fn : callbacks) {
       try {
         fn();
       } catch (const std::exception& e) {
         spdlog::error("cancel callback of {} threw: {}", method, e.what());
+      } catch (...) {
+        spdlog::error("cancel callback of {} threw a non-standard exception", method);
       }
     }
   }
@@ -130,6 +133,13 @@ void Dispatcher::handle_message(std::string_view text) {
   if (auto* response = std::get_if<protocol::Response>(&message)) return handle_response(std::move(*response));
   auto& invalid = std::get<protocol::InvalidMessage>(message);
   spdlog::warn("{}", invalid.error.message);
+  if (invalid.is_response) {
+    if (invalid.id) {
+      finish_call(protocol::id_to_string(*invalid.id),
+                  CallOutcome{nullptr, RpcError{rpc_error::kRequestFailed, "the client sent a malformed reply: " + invalid.error.message, nullptr}});
+    }
+    return;
+  }
   outbox_->send(protocol::encode_error(invalid.id, invalid.error));
 }
 
@@ -166,6 +176,9 @@ void Dispatcher::dispatch_request(protocol::Request&& request) {
   } catch (const std::exception& e) {
     spdlog::error("handler for {} threw: {}", request.method, e.what());
     if (!reply.replied()) reply.error(rpc_error::kInternalError, "internal error in " + request.method + ": " + e.what());
+  } catch (...) {
+    spdlog::error("handler for {} threw a non-standard exception", request.method);
+    if (!reply.replied()) reply.error(rpc_error::kInternalError, "internal error in " + request.method);
   }
 }
 
@@ -184,6 +197,8 @@ void Dispatcher::dispatch_notification(protocol::Notification&& notification) {
     handler->second(notification.params);
   } catch (const std::exception& e) {
     spdlog::error("handler for notification {} threw: {}", notification.method, e.what());
+  } catch (...) {
+    spdlog::error("handler for notification {} threw a non-standard exception", notification.method);
   }
 }
 
@@ -252,6 +267,8 @@ void Dispatcher::finish_call(const std::string& key, CallOutcome outcome) {
     done(std::move(outcome));
   } catch (const std::exception& e) {
     spdlog::error("reply handler for {} threw: {}", method, e.what());
+  } catch (...) {
+    spdlog::error("reply handler for {} threw a non-standard exception", method);
   }
 }
 

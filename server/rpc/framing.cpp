@@ -15,7 +15,7 @@ std::string lower(std::string_view s) {
 }
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
 }
@@ -81,7 +81,8 @@ bool ContentLengthFraming::parse_header(std::string_view block, std::string& err
       std::string v = lower(value);
       std::size_t cs = v.find("charset=");
       if (cs != std::string::npos) {
-        std::string charset(trim(std::string_view(v).substr(cs + 8)));
+        std::string_view rest = std::string_view(v).substr(cs + 8);
+        std::string charset(trim(rest.substr(0, rest.find(';'))));
         charset.erase(std::remove(charset.begin(), charset.end(), '"'), charset.end());
         if ((charset != "utf-8" && charset != "utf8") && problem.empty())
           problem = "invalid header: only utf-8 content is supported, got charset " + quote_line(charset);
@@ -125,6 +126,14 @@ void ContentLengthFraming::on_header(std::string_view block, std::vector<FrameEv
   state_ = State::kBody;
 }
 
+// A header block longer than kMaxHeaderBytes (judged the same however the bytes were split):
+// reported, then the input is searched for the next Content-Length header.
+void ContentLengthFraming::overlong_header(std::vector<FrameEvent>& out) {
+  out.push_back(error_event("invalid header: no blank line within " + std::to_string(kMaxHeaderBytes) +
+                            " bytes; skipping input up to the next Content-Length header"));
+  state_ = State::kSkipHeader;
+}
+
 void ContentLengthFraming::feed(std::string_view input, std::vector<FrameEvent>& out) {
   std::string carry;  // the rest of a header block that was split across reads
   while (!input.empty()) {
@@ -159,13 +168,19 @@ void ContentLengthFraming::feed(std::string_view input, std::vector<FrameEvent>&
         if (buffer_.empty()) {
           // Stray line breaks between messages are harmless; drop them.
           std::size_t lead = input.find_first_not_of("\r\n");
-          if (lead == std::string_view::npos) lead = input.size();
-          if (lead > 0 && (lead == input.size() || input[lead - 1] == '\n')) input.remove_prefix(lead);
+          input.remove_prefix(lead == std::string_view::npos ? input.size() : lead);
           if (input.empty()) break;
           std::size_t end = find_header_end(input, 0);
-          if (end != std::string_view::npos) {
+          if (end != std::string_view::npos && end <= kMaxHeaderBytes) {
             on_header(input.substr(0, end), out);
             input.remove_prefix(end);
+            break;
+          }
+          if (end != std::string_view::npos) {  // a complete block, but over the limit
+            std::string rest(input.substr(1));  // input may be a view of carry itself
+            carry.swap(rest);
+            input = carry;
+            overlong_header(out);
             break;
           }
           buffer_.assign(input);
@@ -175,6 +190,13 @@ void ContentLengthFraming::feed(std::string_view input, std::vector<FrameEvent>&
           buffer_.append(input);
           input = {};
           std::size_t end = find_header_end(buffer_, searched);
+          if (end != std::string::npos && end > kMaxHeaderBytes) {
+            carry.assign(buffer_, 1);
+            buffer_.clear();
+            input = carry;
+            overlong_header(out);
+            break;
+          }
           if (end != std::string::npos) {
             carry.assign(buffer_, end);
             buffer_.resize(end);
@@ -185,14 +207,12 @@ void ContentLengthFraming::feed(std::string_view input, std::vector<FrameEvent>&
           }
         }
         if (buffer_.size() > kMaxHeaderBytes) {
-          out.push_back(error_event("invalid header: no blank line within " + std::to_string(kMaxHeaderBytes) +
-                                    " bytes; skipping input up to the next Content-Length header"));
           // Resume the search after this block's first byte, so its own Content-Length (if it has
           // one) is not found again.
           carry.assign(buffer_, 1);
           buffer_.clear();
           input = carry;
-          state_ = State::kSkipHeader;
+          overlong_header(out);
         }
         break;
       }

@@ -51,6 +51,7 @@ class ContentLengthFraming final : public Framing {
   // header is wrong, so the body can be skipped exactly) or returns an error.
   bool parse_header(std::string_view block, std::string& error, bool& length_known);
   void on_header(std::string_view block, std::vector<FrameEvent>& out);
+  void overlong_header(std::vector<FrameEvent>& out);
 
   std::size_t max_message_bytes_;
   State state_ = State::kHeader;

@@ -56,8 +56,8 @@ AccelChoice choose_accel(const HostVirt& host, AccelPreference preference) {
   }
   if (!host.kvm_device) return {Accel::kTcg, "/dev/kvm does not exist; guests run under TCG (software emulation, slower)"};
   if (!host.kvm_openable)
-    return {Accel::kTcg, "/dev/kvm cannot be opened (" + host.kvm_error +
-                             "); add your user to the kvm group for hardware speed. Guests run under TCG meanwhile"};
+    return {Accel::kTcg, "/dev/kvm cannot be opened" + (host.kvm_error.empty() ? std::string() : " (" + host.kvm_error + ")") +
+                             "; add your user to the kvm group for hardware speed. Guests run under TCG meanwhile"};
   if (!host.cpu_virt_flag)
     return {Accel::kTcg,
             "/dev/kvm opens but the CPU flags show neither vmx nor svm (a para-virtualised nested hypervisor), under "
