@@ -1,6 +1,8 @@
 // Sandbox and process wire types; see sandbox.h.
 #include "protocol/sandbox.h"
 
+#include "protocol/channel/base64.h"
+
 #include <array>
 #include <utility>
 
@@ -151,39 +153,6 @@ json state_changed_json(const std::string& sandbox_id, const std::string& state,
   return out;
 }
 
-std::optional<std::string> base64_decode(const std::string& text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  if (text.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (std::size_t i = 0; i < text.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      char c = text[i + static_cast<std::size_t>(k)];
-      if (c == '=' && i + 4 == text.size() && k >= 2) {
-        v[k] = 0;
-        ++pad;
-      } else {
-        if (pad) return std::nullopt;  // data after padding
-        v[k] = value(c);
-        if (v[k] < 0) return std::nullopt;
-      }
-    }
-    std::uint32_t n = (static_cast<std::uint32_t>(v[0]) << 18) | (static_cast<std::uint32_t>(v[1]) << 12) |
-                      (static_cast<std::uint32_t>(v[2]) << 6) | static_cast<std::uint32_t>(v[3]);
-    out.push_back(static_cast<char>(n >> 16));
-    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xFF));
-    if (pad < 1) out.push_back(static_cast<char>(n & 0xFF));
-  }
-  return out;
-}
+std::optional<std::string> base64_decode(const std::string& text) { return channel::base64_decode(text); }
 
 }  // namespace lockroom::protocol

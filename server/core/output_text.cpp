@@ -1,7 +1,7 @@
 // OutputTextEncoder; see output_text.h.
 #include "server/core/output_text.h"
 
-#include <openssl/evp.h>
+#include "protocol/channel/base64.h"
 
 namespace lockroom::core {
 
@@ -50,13 +50,7 @@ Utf8Scan scan_utf8(std::string_view s) {
   return {i, false};
 }
 
-std::string base64_encode(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
+std::string base64_encode(std::string_view bytes) { return protocol::channel::base64_encode(bytes); }
 
 OutputChunk OutputTextEncoder::encode(std::string_view bytes) {
   std::string buf;
