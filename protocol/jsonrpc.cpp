@@ -124,27 +124,30 @@ std::string encode_error(const std::optional<Id>& id, const RpcError& error) {
   return out;
 }
 
-std::string encode_request(const Id& id, std::string_view method, const json& params) {
-  std::string out = "{\"jsonrpc\":\"2.0\",\"id\":";
-  out += id_to_string(id);
-  out += ",\"method\":";
+namespace {
+// `,"method":M[,"params":P]}` — the tail requests and notifications share.
+void append_call(std::string& out, std::string_view method, const json& params) {
+  out += "\"method\":";
   out += dump(json(method));
   if (!params.is_null()) {
     out += ",\"params\":";
     out += dump(params);
   }
   out += '}';
+}
+}  // namespace
+
+std::string encode_request(const Id& id, std::string_view method, const json& params) {
+  std::string out = "{\"jsonrpc\":\"2.0\",\"id\":";
+  out += id_to_string(id);
+  out += ',';
+  append_call(out, method, params);
   return out;
 }
 
 std::string encode_notification(std::string_view method, const json& params) {
-  std::string out = "{\"jsonrpc\":\"2.0\",\"method\":";
-  out += dump(json(method));
-  if (!params.is_null()) {
-    out += ",\"params\":";
-    out += dump(params);
-  }
-  out += '}';
+  std::string out = "{\"jsonrpc\":\"2.0\",";
+  append_call(out, method, params);
   return out;
 }
 

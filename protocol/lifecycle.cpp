@@ -44,7 +44,8 @@ json initialize_result(const ServerInfo& info) {
               {{"protocolVersion", 1},
                {"cancellation", true},
                {"workDoneProgress", true},
-               {"methods", json::array({"lockroom/echo"})}}}}},
+               {"methods", json::array({"lockroom/echo", "sandbox/create", "sandbox/list", "sandbox/destroy", "process/start",
+                                         "process/write", "process/closeStdin", "process/resize", "process/signal"})}}}}},
        }},
   };
 }

@@ -62,7 +62,7 @@ void SandboxMethods::bind(core::SandboxManager& manager) {
                                   {"accel", vm::accel_name(r->accel)},
                                   {"state", "ready"},
                                   {"limits", limits_json(r->limits)},
-                                  {"timings", {{"totalMs", t.total_ms}, {"imageMs", t.image_ms}, {"templateMs", t.template_ms}, {"restoreMs", t.restore_ms}}}});
+                                  {"timings", {{"totalMs", t.total_ms}, {"templateMs", t.template_ms}, {"restoreMs", t.restore_ms}}}});
               });
   });
 

@@ -98,8 +98,8 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
   auto* cmd = app.add_subcommand("serve", "serve JSON-RPC to an editor over stdin/stdout");
   auto options = std::make_shared<ServeOptions>();
   auto framing = std::make_shared<std::string>("lsp");
-  auto stdio = std::make_shared<bool>(false);
-  cmd->add_flag("--stdio", *stdio, "talk over stdin/stdout (the only transport; accepted for editor clients)");
+  static bool stdio_flag = false;  // accepted and ignored: stdio is the only transport
+  cmd->add_flag("--stdio", stdio_flag, "talk over stdin/stdout (the only transport; accepted for editor clients)");
   cmd->add_option("--framing", *framing, "lsp (Content-Length headers) or ndjson (one message per line)")
       ->check(CLI::IsMember({"lsp", "ndjson"}))
       ->capture_default_str();
@@ -107,7 +107,7 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 31));
   cmd->add_flag("--test-mode", options->test_mode, "deterministic logs and test/* methods, for transcript tests");
-  cmd->callback([&ctx, options, framing, stdio] {
+  cmd->callback([&ctx, options, framing] {
     options->framing = *framing == "ndjson" ? rpc::FramingKind::kNdjson : rpc::FramingKind::kContentLength;
     if (options->test_mode) {
       ctx.log.deterministic = true;  // transcripts compare stderr text: no timestamps or pids

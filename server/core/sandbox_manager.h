@@ -44,8 +44,7 @@ struct CreateRequest {
 
 struct CreateTimings {
   std::int64_t total_ms = 0;
-  std::int64_t image_ms = 0;     // building or finding the guest image
-  std::int64_t template_ms = 0;  // booting and snapshotting the template (first create per shape)
+  std::int64_t template_ms = 0;  // first create per shape: image (built or found) + template boot + snapshot
   std::int64_t restore_ms = 0;   // QEMU start to agent ready
 };
 

@@ -1,5 +1,7 @@
 // Typed reading of params (protocol/params.h) and the initialize params built on it
 // (protocol/lifecycle.h).
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -270,7 +272,8 @@ TEST_CASE("initialize result: names the server and offers lockroom's experimenta
   CHECK(ours["protocolVersion"] == 1);
   CHECK(ours["cancellation"] == true);
   CHECK(ours["workDoneProgress"] == true);
-  CHECK(ours["methods"] == json::array({"lockroom/echo"}));
+  for (const char* method : {"lockroom/echo", "sandbox/create", "sandbox/destroy", "process/start", "process/signal"})
+    CHECK(std::find(ours["methods"].begin(), ours["methods"].end(), json(method)) != ours["methods"].end());
   // Not a language server: no textDocument capabilities.
   CHECK(result["capabilities"].size() == 1);
 }
