@@ -1,112 +1,16 @@
 // Sandboxes end to end with the real agent: SandboxManager creates sandboxes by restoring a
-// template it boots itself, runs processes in them, and handles limits and faults. One manager
-// (so one template boot) per test executable; each test creates its own sandboxes.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
-
+// template it boots itself, runs processes in them, and handles limits and faults. The world
+// (one manager, so one template boot per executable) is in sandbox_world.h.
 #include <csignal>
 #include <fstream>
-#include <map>
-#include <optional>
 #include <set>
 
-#include <spdlog/spdlog.h>
-
-#include "server/core/sandbox_manager.h"
-#include "tests/integration/guest_fixture.h"
+#include "tests/integration/sandbox_world.h"
 
 using namespace lockroom;
+using namespace lockroom::testing;
 using namespace std::chrono_literals;
 
-namespace {
-
-// Records every event; tests run the loop until what they wait for has happened.
-struct Recorder final : core::SandboxEvents {
-  std::map<std::string, std::string> output;  // process id -> all bytes
-  std::map<std::string, core::ProcessExit> exits;
-  std::vector<std::tuple<std::string, core::SandboxState, core::StopReason>> states;
-  void state_changed(const std::string& id, core::SandboxState s, core::StopReason r, const std::string&) override {
-    states.emplace_back(id, s, r);
-  }
-  void process_output(const std::string& pid, core::OutputStream, const core::OutputChunk& chunk) override {
-    REQUIRE_FALSE(chunk.base64);
-    output[pid] += chunk.data;
-  }
-  void process_exited(const std::string& pid, const core::ProcessExit& exit) override {
-    REQUIRE_FALSE(exits.count(pid));  // exactly one exit per process
-    exits[pid] = exit;
-  }
-  bool reached(const std::string& id, core::SandboxState state) const {
-    for (const auto& [i, s, r] : states)
-      if (i == id && s == state) return true;
-    return false;
-  }
-};
-
-// One loop and one manager for the whole executable, so the template boots once.
-struct World {
-  uv_loop_t loop{};
-  testing::TempState state;
-  Recorder events;
-  std::unique_ptr<core::SandboxManager> manager;
-  World() {
-    uv_loop_init(&loop);
-    core::ManagerConfig config;
-    config.paths.cache = default_paths().cache;
-    config.paths.state = state.dir;
-    config.accel = vm::choose_accel(vm::probe_host_virt(), vm::AccelPreference::kAuto).accel;
-    config.agent = LOCKROOM_AGENT;
-    manager = std::make_unique<core::SandboxManager>(&loop, config, events);
-  }
-  // Runs the loop until `done()` holds, or fails after `limit`.
-  template <typename Pred>
-  void run_until(Pred done, std::chrono::milliseconds limit = 180s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!done()) {
-      REQUIRE(std::chrono::steady_clock::now() < deadline);
-      uv_run(&loop, UV_RUN_ONCE);
-    }
-  }
-  std::string create(core::CreateRequest request = {}) {
-    std::optional<Result<core::CreateResult>> created;
-    manager->create(request, nullptr, [&](Result<core::CreateResult> r) { created = std::move(r); });
-    run_until([&] { return created.has_value(); });
-    INFO((created->ok() ? std::string() : created->error().message));
-    REQUIRE(created->ok());
-    return (*created)->sandbox_id;
-  }
-  std::string start(const std::string& sandbox, std::vector<std::string> argv) {
-    std::optional<Result<std::string>> started;
-    manager->start_process(sandbox, core::ProcessSpec{std::move(argv), std::nullopt, {}, std::nullopt},
-                           [&](Result<std::string> r) { started = std::move(r); });
-    run_until([&] { return started.has_value(); });
-    INFO((started->ok() ? std::string() : started->error().message));
-    REQUIRE(started->ok());
-    return **started;
-  }
-  core::ProcessExit wait_exit(const std::string& pid) {
-    run_until([&] { return events.exits.count(pid) != 0; });
-    return events.exits[pid];
-  }
-  void destroy(const std::string& sandbox) {
-    bool done = false;
-    manager->destroy(sandbox, [&](Result<void> r) {
-      CHECK(r.ok());
-      done = true;
-    });
-    run_until([&] { return done; });
-  }
-};
-
-World& world() {
-  static World* w = [] {
-    spdlog::set_level(spdlog::level::warn);
-    return new World();
-  }();
-  return *w;
-}
-
-}  // namespace
 
 TEST_CASE("a command runs in a restored sandbox: output, exit code, no network interface", "[sandbox]") {
   World& w = world();

@@ -1,0 +1,102 @@
+// The shared world of the sandbox integration tests: one loop, one SandboxManager (so one
+// template boot per test executable) and a recorder of every event. Each test_sandbox*.cpp file
+// in this folder adds cases that create their own sandboxes in it.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "server/core/sandbox_manager.h"
+#include "tests/integration/guest_fixture.h"
+
+namespace lockroom::testing {
+
+using namespace std::chrono_literals;
+
+// Records every event; tests run the loop until what they wait for has happened.
+struct Recorder final : core::SandboxEvents {
+  std::map<std::string, std::string> output;  // process id -> all bytes
+  std::map<std::string, core::ProcessExit> exits;
+  std::vector<std::tuple<std::string, core::SandboxState, core::StopReason>> states;
+  void state_changed(const std::string& id, core::SandboxState s, core::StopReason r, const std::string&) override {
+    states.emplace_back(id, s, r);
+  }
+  void process_output(const std::string& pid, core::OutputStream, const core::OutputChunk& chunk) override {
+    REQUIRE_FALSE(chunk.base64);
+    output[pid] += chunk.data;
+  }
+  void process_exited(const std::string& pid, const core::ProcessExit& exit) override {
+    REQUIRE_FALSE(exits.count(pid));  // exactly one exit per process
+    exits[pid] = exit;
+  }
+  bool reached(const std::string& id, core::SandboxState state) const {
+    for (const auto& [i, s, r] : states)
+      if (i == id && s == state) return true;
+    return false;
+  }
+};
+
+// One loop and one manager for the whole executable, so the template boots once.
+struct World {
+  uv_loop_t loop{};
+  testing::TempState state;
+  Recorder events;
+  std::unique_ptr<core::SandboxManager> manager;
+  World() {
+    uv_loop_init(&loop);
+    core::ManagerConfig config;
+    config.paths.cache = default_paths().cache;
+    config.paths.state = state.dir;
+    config.accel = vm::choose_accel(vm::probe_host_virt(), vm::AccelPreference::kAuto).accel;
+    config.agent = LOCKROOM_AGENT;
+    manager = std::make_unique<core::SandboxManager>(&loop, config, events);
+  }
+  // Runs the loop until `done()` holds, or fails after `limit`.
+  template <typename Pred>
+  void run_until(Pred done, std::chrono::milliseconds limit = 180s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      uv_run(&loop, UV_RUN_ONCE);
+    }
+  }
+  std::string create(core::CreateRequest request = {}) {
+    std::optional<Result<core::CreateResult>> created;
+    manager->create(request, nullptr, [&](Result<core::CreateResult> r) { created = std::move(r); });
+    run_until([&] { return created.has_value(); });
+    INFO((created->ok() ? std::string() : created->error().message));
+    REQUIRE(created->ok());
+    return (*created)->sandbox_id;
+  }
+  std::string start(const std::string& sandbox, std::vector<std::string> argv) {
+    std::optional<Result<std::string>> started;
+    manager->start_process(sandbox, core::ProcessSpec{std::move(argv), std::nullopt, {}, std::nullopt},
+                           [&](Result<std::string> r) { started = std::move(r); });
+    run_until([&] { return started.has_value(); });
+    INFO((started->ok() ? std::string() : started->error().message));
+    REQUIRE(started->ok());
+    return **started;
+  }
+  core::ProcessExit wait_exit(const std::string& pid) {
+    run_until([&] { return events.exits.count(pid) != 0; });
+    return events.exits[pid];
+  }
+  void destroy(const std::string& sandbox) {
+    bool done = false;
+    manager->destroy(sandbox, [&](Result<void> r) {
+      CHECK(r.ok());
+      done = true;
+    });
+    run_until([&] { return done; });
+  }
+};
+
+// The one world of this test executable (created on first use).
+World& world();
+
+}  // namespace lockroom::testing
