@@ -55,8 +55,10 @@ Result<std::string> normalise_cert_name(std::string_view name) {
   return lower;
 }
 
-Result<LeafCert> mint_leaf(X509* ca_cert, EVP_PKEY* ca_key, EVP_PKEY* leaf_key, const std::string& name,
+Result<LeafCert> mint_leaf(X509* ca_cert, EVP_PKEY* ca_key, EVP_PKEY* leaf_key, const std::vector<std::string>& names,
                            std::time_t not_before, std::time_t not_after) {
+  if (names.empty()) return make_error(ErrorCode::kInvalidInput, "a leaf certificate needs at least one name");
+  const std::string& name = names.front();
   std::string common_name = name.size() <= kMaxCommonNameLength ? name : std::string();
   auto cert = start_certificate(common_name, leaf_key, not_before, not_after);
   if (!cert) return cert.error();
@@ -68,7 +70,7 @@ Result<LeafCert> mint_leaf(X509* ca_cert, EVP_PKEY* ca_key, EVP_PKEY* leaf_key, 
                             std::pair{NID_authority_key_identifier, "keyid:always"}}) {
     if (auto added = add_extension(c, ca_cert, nid, value); !added) return added.error();
   }
-  if (auto san = add_subject_alt_name(c, name); !san) return san.error();
+  if (auto san = add_subject_alt_names(c, names); !san) return san.error();
   if (auto signed_ok = sign_certificate(c, ca_cert, ca_key); !signed_ok) return signed_ok.error();
   return LeafCert{name, std::move(*cert), share(leaf_key)};
 }
@@ -90,7 +92,7 @@ Result<std::shared_ptr<const LeafCert>> LeafCerts::get(std::string_view name) {
     recent_.splice(recent_.begin(), recent_, found->second);
     return *found->second;
   }
-  auto leaf = mint_leaf(ca_cert_.get(), ca_key_.get(), leaf_key_.get(), *normal, not_before_of(ca_cert_.get()),
+  auto leaf = mint_leaf(ca_cert_.get(), ca_key_.get(), leaf_key_.get(), {*normal}, not_before_of(ca_cert_.get()),
                         not_after_of(ca_cert_.get()));
   if (!leaf) return leaf.error();
   ++mints_;

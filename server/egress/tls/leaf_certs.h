@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "server/common/result.h"
 #include "server/egress/tls/openssl_util.h"
@@ -33,9 +34,10 @@ struct LeafCert {
 // The canonical form of a host name or IP literal for a certificate, or an error naming it.
 Result<std::string> normalise_cert_name(std::string_view name);
 
-// Mints one leaf for `name` (already normalised) with its own validity window; LeafCerts uses the
-// CA's window. Tests use this for expired certificates.
-Result<LeafCert> mint_leaf(X509* ca_cert, EVP_PKEY* ca_key, EVP_PKEY* leaf_key, const std::string& name,
+// Mints one leaf for `names` (already normalised; the first is its CN and LeafCert::name) with its
+// own validity window; LeafCerts uses one name and the CA's window. Tests use this for servers
+// with several names and for expired certificates.
+Result<LeafCert> mint_leaf(X509* ca_cert, EVP_PKEY* ca_key, EVP_PKEY* leaf_key, const std::vector<std::string>& names,
                            std::time_t not_before, std::time_t not_after);
 
 class LeafCerts {

@@ -58,27 +58,32 @@ Result<void> add_extension(X509* cert, X509* issuer, int nid, const char* value)
   return {};
 }
 
-Result<void> add_subject_alt_name(X509* cert, std::string_view name) {
-  std::unique_ptr<GENERAL_NAMES, OpenSslDeleter<GENERAL_NAMES_free>> names(sk_GENERAL_NAME_new_null());
-  GENERAL_NAME* entry = GENERAL_NAME_new();
-  if (!names || !entry) return openssl_error("cannot build the subjectAltName");
-  sk_GENERAL_NAME_push(names.get(), entry);
-  if (auto ip = parse_ip_literal(name)) {
-    ASN1_OCTET_STRING* bytes = ASN1_OCTET_STRING_new();
-    if (!bytes || ASN1_OCTET_STRING_set(bytes, ip->data(), static_cast<int>(ip->size())) != 1) {
-      ASN1_OCTET_STRING_free(bytes);
-      return openssl_error("cannot build the iPAddress name");
+Result<void> add_subject_alt_names(X509* cert, const std::vector<std::string>& names) {
+  std::unique_ptr<GENERAL_NAMES, OpenSslDeleter<GENERAL_NAMES_free>> list(sk_GENERAL_NAME_new_null());
+  if (!list) return openssl_error("cannot build the subjectAltName");
+  for (const std::string& name : names) {
+    GENERAL_NAME* entry = GENERAL_NAME_new();
+    if (!entry || sk_GENERAL_NAME_push(list.get(), entry) <= 0) {
+      GENERAL_NAME_free(entry);
+      return openssl_error("cannot build the subjectAltName");
     }
-    GENERAL_NAME_set0_value(entry, GEN_IPADD, bytes);
-  } else {
-    ASN1_IA5STRING* text = ASN1_IA5STRING_new();
-    if (!text || ASN1_STRING_set(text, name.data(), static_cast<int>(name.size())) != 1) {
-      ASN1_IA5STRING_free(text);
-      return openssl_error("cannot build the dNSName");
+    if (auto ip = parse_ip_literal(name)) {
+      ASN1_OCTET_STRING* bytes = ASN1_OCTET_STRING_new();
+      if (!bytes || ASN1_OCTET_STRING_set(bytes, ip->data(), static_cast<int>(ip->size())) != 1) {
+        ASN1_OCTET_STRING_free(bytes);
+        return openssl_error("cannot build the iPAddress name");
+      }
+      GENERAL_NAME_set0_value(entry, GEN_IPADD, bytes);
+    } else {
+      ASN1_IA5STRING* text = ASN1_IA5STRING_new();
+      if (!text || ASN1_STRING_set(text, name.data(), static_cast<int>(name.size())) != 1) {
+        ASN1_IA5STRING_free(text);
+        return openssl_error("cannot build the dNSName");
+      }
+      GENERAL_NAME_set0_value(entry, GEN_DNS, text);
     }
-    GENERAL_NAME_set0_value(entry, GEN_DNS, text);
   }
-  if (X509_add1_ext_i2d(cert, NID_subject_alt_name, names.get(), 0, X509V3_ADD_DEFAULT) != 1)
+  if (X509_add1_ext_i2d(cert, NID_subject_alt_name, list.get(), 0, X509V3_ADD_DEFAULT) != 1)
     return openssl_error("cannot add the subjectAltName extension");
   return {};
 }

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/common/result.h"
 #include "server/egress/tls/openssl_util.h"
@@ -23,8 +24,8 @@ Result<X509Ptr> start_certificate(std::string_view common_name, EVP_PKEY* public
 // certificate itself when self-signed), needed for authorityKeyIdentifier.
 Result<void> add_extension(X509* cert, X509* issuer, int nid, const char* value);
 
-// Adds a subjectAltName holding one dNSName or, for an IP literal, one iPAddress.
-Result<void> add_subject_alt_name(X509* cert, std::string_view name);
+// Adds a subjectAltName holding, for each name, a dNSName or, for an IP literal, an iPAddress.
+Result<void> add_subject_alt_names(X509* cert, const std::vector<std::string>& names);
 
 // Sets the issuer name and signs with SHA-256.
 Result<void> sign_certificate(X509* cert, X509* issuer, EVP_PKEY* issuer_key);
