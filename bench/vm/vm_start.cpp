@@ -24,6 +24,7 @@
 #include "server/vm/image/image_builder.h"
 #include "server/vm/vm.h"
 #include "server/vm/vm_template.h"
+#include "bench/common/bench_stats.h"
 #include "tests/integration/echo_check.h"
 
 using namespace lockroom;
@@ -40,31 +41,6 @@ struct Options {
 };
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-struct Stats {
-  double median, min, max;
-};
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  double med = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  return {med, v.front(), v.back()};
-}
-
-// kB fields of /proc/PID/smaps_rollup.
-long rollup_kb(int pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  std::string key;
-  long value = 0;
-  std::string unit;
-  while (in >> key) {
-    if (key == field + ":") {
-      in >> value;
-      return value;
-    }
-    std::getline(in, unit);
-  }
-  return -1;
-}
 
 // Starts one VM and runs the loop until it is ready; returns ms from launch, or nothing.
 std::optional<double> start_one(uv_loop_t* loop, vm::VmSpec spec, std::unique_ptr<vm::Vm>& out, bool keep) {
@@ -179,14 +155,14 @@ int main(int argc, char** argv) {
     uv_close(reinterpret_cast<uv_handle_t*>(&settle), nullptr);
     std::vector<double> pss, rss;
     for (auto& vm : idle) {
-      pss.push_back(static_cast<double>(rollup_kb(vm->pid(), "Pss")) / 1024.0);
-      rss.push_back(static_cast<double>(rollup_kb(vm->pid(), "Rss")) / 1024.0);
+      pss.push_back(static_cast<double>(bench::rollup_kb(vm->pid(), "Pss")) / 1024.0);
+      rss.push_back(static_cast<double>(bench::rollup_kb(vm->pid(), "Rss")) / 1024.0);
     }
     for (auto& vm : idle) vm->kill();
     while (std::any_of(idle.begin(), idle.end(), [](auto& v) { return v->running(); })) uv_run(&loop, UV_RUN_ONCE);
     idle.clear();
 
-    auto c = stats(cold), r = stats(restore);
+    auto c = bench::stats(cold), r = bench::stats(restore);
     std::printf("\nvm start, accel %s, tb-size %d MiB, %d runs each (ms from QEMU launch to the agent answering)\n\n",
                 vm::accel_name(accel.accel), o.tb_size, o.runs);
     std::printf("| what | median | min | max |\n|---|---:|---:|---:|\n");
@@ -197,7 +173,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(tpl->boot_time().count()), static_cast<unsigned long long>(tpl->snapshot().state_bytes),
                 static_cast<long long>(tpl->snapshot().took.count()), template_ms);
     if (!pss.empty()) {
-      auto p = stats(pss), s = stats(rss);
+      auto p = bench::stats(pss), s = bench::stats(rss);
       std::printf("\n%d idle restored guests, per QEMU process: PSS median %.1f MiB (%.1f–%.1f), RSS median %.1f MiB\n",
                   o.idle, p.median, p.min, p.max, s.median);
     }

@@ -63,6 +63,8 @@ class Sandbox {
   std::size_t live_processes() const { return processes_.size(); }
   std::chrono::steady_clock::time_point created() const { return created_; }
   bool has_process(const std::string& process_id) const { return processes_.count(process_id) != 0; }
+  // The QEMU process's pid while the VM runs, else 0.
+  int qemu_pid() const { return vm_ ? vm_->pid() : 0; }
 
  private:
   struct Process;

@@ -188,13 +188,13 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
   auto alive = alive_;
   bool first_of_shape = templates_.count(shape_key(*limits)) == 0;
   if (progress) progress(first_of_shape ? "Preparing the guest image" : "Restoring a guest", first_of_shape ? 0 : 50);
-  ensure_template(*limits, progress, [=, env = std::move(request.env)](Result<std::shared_ptr<vm::VmTemplate>> tpl) mutable {
+  ensure_template(*limits, progress, [=, this, env = std::move(request.env)](Result<std::shared_ptr<vm::VmTemplate>> tpl) mutable {
     if (!*alive) return;
     if (!tpl) return done(make_error(ErrorCode::kUnavailable, "cannot start a guest: " + tpl.error().message));
     timings->template_ms = first_of_shape ? ms_since(started) : 0;
     auto restore_started = Clock::now();
     if (progress) progress("Restoring a guest from the template", 60);
-    restore(*tpl, *limits, std::move(env), [=](Result<std::string> id) {
+    restore(*tpl, *limits, std::move(env), [=, this](Result<std::string> id) {
       if (!*alive) return;
       if (!id) return done(id.error());
       timings->restore_ms = ms_since(restore_started);
@@ -282,7 +282,7 @@ void SandboxManager::destroy(const std::string& sandbox_id, std::function<void(R
 std::vector<SandboxSummary> SandboxManager::list() const {
   std::vector<SandboxSummary> out;
   for (const auto& [id, s] : sandboxes_)
-    out.push_back(SandboxSummary{id, s->state(), s->reason(), ms_since(s->created()), s->live_processes(), s->limits()});
+    out.push_back(SandboxSummary{id, s->state(), s->reason(), ms_since(s->created()), s->live_processes(), s->limits(), s->qemu_pid()});
   return out;
 }
 

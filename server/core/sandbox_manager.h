@@ -62,6 +62,7 @@ struct SandboxSummary {
   std::int64_t age_ms;
   std::size_t processes;
   Resources limits;
+  int qemu_pid = 0;  // 0 when no VM runs
 };
 
 using CreateProgress = std::function<void(const std::string& message, int percent)>;
