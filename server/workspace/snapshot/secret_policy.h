@@ -1,0 +1,110 @@
+// Which workspace files are secrets and stay on the host: the default table, the per-request
+// options, and the compiled filter the scanner asks for every file. Pure logic, no I/O.
+//
+// Patterns are gitignore-style (path_pattern.h) and match at any depth unless they start with '/'.
+// A file is withheld when it matches
+//   (a default pattern and none of the default exceptions)  or  (an extra `withhold` pattern),
+// and it does not match an `allow` pattern: an explicit allow always wins (e.g. `.env.example`).
+// Every withheld path is reported to the user in the snapshot result.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/common/result.h"
+#include "server/workspace/snapshot/path_pattern.h"
+
+namespace lockroom::workspace::snapshot {
+
+struct DefaultSecretPattern {
+  std::string_view pattern;
+  std::string_view what;
+};
+
+// The defaults, withheld unless the request replaces them or allows a path back.
+//
+// | pattern               | what it holds                                     |
+// |-----------------------|---------------------------------------------------|
+// | .env                  | dotenv: API keys, database passwords              |
+// | .env.*                | dotenv variants (.env.local, .env.production, …)  |
+// | *.pem                 | TLS / SSH private keys and certificates           |
+// | *.key                 | private keys                                      |
+// | id_rsa*               | SSH private keys (`*.pub` public halves excepted) |
+// | id_dsa*               | SSH private keys (`*.pub` excepted)               |
+// | id_ecdsa*             | SSH private keys (`*.pub` excepted)               |
+// | id_ed25519*           | SSH private keys (`*.pub` excepted)               |
+// | .netrc, _netrc        | machine logins and passwords                      |
+// | .npmrc                | npm registry tokens                               |
+// | .pypirc               | PyPI upload credentials                           |
+// | .git-credentials      | git credential store                              |
+// | .aws/credentials      | AWS access keys                                   |
+// | .aws/config           | AWS profiles (may hold SSO / role settings)       |
+// | .docker/config.json   | container registry logins                         |
+// | .kube/config          | Kubernetes cluster credentials                    |
+// | *.p12, *.pfx          | PKCS#12 key bundles                               |
+// | *.keystore, *.jks     | Java / Android key stores                         |
+// | credentials.json      | Google and other OAuth client secrets             |
+// | service-account*.json | cloud service-account keys                        |
+// | .terraformrc          | Terraform Cloud tokens                            |
+// | terraform.tfstate*    | Terraform state (holds provider secrets in clear) |
+// | *.gpg                 | encrypted secrets and private keyrings            |
+inline constexpr std::array<DefaultSecretPattern, 26> kDefaultSecretPatterns{{
+    {".env", "dotenv file"},
+    {".env.*", "dotenv file"},
+    {"*.pem", "private key or certificate"},
+    {"*.key", "private key"},
+    {"id_rsa*", "SSH private key"},
+    {"id_dsa*", "SSH private key"},
+    {"id_ecdsa*", "SSH private key"},
+    {"id_ed25519*", "SSH private key"},
+    {".netrc", "login credentials"},
+    {"_netrc", "login credentials"},
+    {".npmrc", "npm token"},
+    {".pypirc", "PyPI credentials"},
+    {".git-credentials", "git credentials"},
+    {".aws/credentials", "AWS credentials"},
+    {".aws/config", "AWS configuration"},
+    {".docker/config.json", "registry logins"},
+    {".kube/config", "Kubernetes credentials"},
+    {"*.p12", "PKCS#12 key bundle"},
+    {"*.pfx", "PKCS#12 key bundle"},
+    {"*.keystore", "key store"},
+    {"*.jks", "Java key store"},
+    {"credentials.json", "OAuth client secret"},
+    {"service-account*.json", "service-account key"},
+    {".terraformrc", "Terraform token"},
+    {"terraform.tfstate*", "Terraform state"},
+    {"*.gpg", "encrypted secret or keyring"},
+}};
+
+// Default exceptions: SSH public halves. They only take a path back from the defaults, never from
+// `withhold`.
+inline constexpr std::array<std::string_view, 4> kDefaultSecretExceptions{
+    {"id_rsa*.pub", "id_dsa*.pub", "id_ecdsa*.pub", "id_ed25519*.pub"}};
+
+struct SecretPolicy {
+  std::vector<std::string> withhold;  // extra patterns, added to the defaults
+  std::vector<std::string> allow;     // patterns put back; an allow wins over every withhold
+  bool replace_defaults = false;      // true: only `withhold` applies, the table above does not
+};
+
+class SecretFilter {
+ public:
+  // Fails with kInvalidInput naming the first bad pattern.
+  static Result<SecretFilter> compile(const SecretPolicy& policy);
+
+  // `path` is workspace-relative with '/' separators.
+  bool withheld(std::string_view path) const;
+
+ private:
+  static bool any_matches(const std::vector<PathPattern>& patterns, const std::vector<std::string_view>& path);
+
+  std::vector<PathPattern> defaults_;
+  std::vector<PathPattern> default_exceptions_;
+  std::vector<PathPattern> withhold_;
+  std::vector<PathPattern> allow_;
+};
+
+}  // namespace lockroom::workspace::snapshot

@@ -1,0 +1,105 @@
+// The snapshot store's stat cache (see stat_cache.h).
+#include "server/workspace/snapshot/stat_cache.h"
+
+#include <unistd.h>
+
+#include <cstring>
+
+namespace lockroom::workspace::snapshot {
+namespace {
+
+constexpr const char* kCacheFile = "lockroom-stat-cache";
+constexpr time_t kRacyWindowSeconds = 2;
+
+std::uint32_t git_mode(EntryKind kind) {
+  switch (kind) {
+    case EntryKind::kFile: return GIT_FILEMODE_BLOB;
+    case EntryKind::kExecutable: return GIT_FILEMODE_BLOB_EXECUTABLE;
+    case EntryKind::kSymlink: return GIT_FILEMODE_LINK;
+  }
+  return GIT_FILEMODE_BLOB;
+}
+
+bool same_time(const git_index_time& cached, const timespec& now) {
+  return cached.seconds == static_cast<std::int32_t>(now.tv_sec) &&
+         cached.nanoseconds == static_cast<std::uint32_t>(now.tv_nsec);
+}
+
+bool older_than(const timespec& a, const timespec& b) {
+  return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+
+}  // namespace
+
+Result<StatCache> StatCache::open(const std::string& store_dir, const timespec& scan_started) {
+  const std::string path = store_dir + "/" + kCacheFile;
+  auto open_index = [&](IndexPtr& out) {
+    git_index* raw = nullptr;
+    if (git_index_open(&raw, path.c_str()) != 0) return false;
+    out.reset(raw);
+    return true;
+  };
+  StatCache cache;
+  if (!open_index(cache.previous_)) {
+    unlink(path.c_str());  // unreadable (e.g. cut short by a crash): start over
+    if (!open_index(cache.previous_)) {
+      return make_error(ErrorCode::kInternal, git_error_text("cannot open the snapshot stat cache " + path, -1));
+    }
+  }
+  if (!open_index(cache.next_)) {
+    return make_error(ErrorCode::kInternal, git_error_text("cannot open the snapshot stat cache " + path, -1));
+  }
+  if (int rc = git_index_clear(cache.next_.get()); rc < 0) {
+    return make_error(ErrorCode::kInternal, git_error_text("cannot reset the snapshot stat cache", rc));
+  }
+  cache.trusted_before_ = scan_started;
+  cache.trusted_before_.tv_sec -= kRacyWindowSeconds;
+  return cache;
+}
+
+std::optional<git_oid> StatCache::lookup(const ScannedEntry& entry, git_odb* odb) const {
+  const git_index_entry* cached = git_index_get_bypath(previous_.get(), entry.path.c_str(), 0);
+  if (!cached || cached->mtime.seconds == 0) return std::nullopt;
+  const struct stat& st = entry.stat;
+  const bool unchanged = cached->mode == git_mode(entry.kind) && same_time(cached->mtime, st.st_mtim) &&
+                         same_time(cached->ctime, st.st_ctim) && cached->ino == static_cast<std::uint32_t>(st.st_ino) &&
+                         cached->dev == static_cast<std::uint32_t>(st.st_dev) &&
+                         cached->file_size == static_cast<std::uint32_t>(st.st_size);
+  if (!unchanged || !git_odb_exists(odb, &cached->id)) return std::nullopt;
+  return cached->id;
+}
+
+Result<void> StatCache::add(const std::string& path, EntryKind kind, const git_oid& id, const struct stat& st) {
+  git_index_entry e;
+  std::memset(&e, 0, sizeof e);
+  e.path = path.c_str();
+  e.mode = git_mode(kind);
+  e.id = id;
+  e.file_size = static_cast<std::uint32_t>(st.st_size);
+  e.ino = static_cast<std::uint32_t>(st.st_ino);
+  e.dev = static_cast<std::uint32_t>(st.st_dev);
+  e.uid = st.st_uid;
+  e.gid = st.st_gid;
+  e.ctime.seconds = static_cast<std::int32_t>(st.st_ctim.tv_sec);
+  e.ctime.nanoseconds = static_cast<std::uint32_t>(st.st_ctim.tv_nsec);
+  if (older_than(st.st_mtim, trusted_before_)) {  // else leave 0: not trusted next time
+    e.mtime.seconds = static_cast<std::int32_t>(st.st_mtim.tv_sec);
+    e.mtime.nanoseconds = static_cast<std::uint32_t>(st.st_mtim.tv_nsec);
+  }
+  if (int rc = git_index_add(next_.get(), &e); rc < 0) {
+    return make_error(ErrorCode::kInvalidInput, git_error_text("git cannot store the path " + path, rc));
+  }
+  return {};
+}
+
+Result<git_oid> StatCache::write_tree(git_repository* store) {
+  git_oid tree;
+  if (int rc = git_index_write_tree_to(&tree, next_.get(), store); rc < 0) {
+    return make_error(ErrorCode::kInternal, git_error_text("cannot write the snapshot's trees", rc));
+  }
+  return tree;
+}
+
+bool StatCache::save() { return git_index_write(next_.get()) == 0; }
+
+}  // namespace lockroom::workspace::snapshot
