@@ -97,6 +97,15 @@ inline void age_files(const std::string& dir) {
   }
 }
 
+// Sets one file's mtime `seconds` into the past.
+inline void age_file(const std::string& path, int seconds) {
+  timeval past[2];
+  gettimeofday(&past[0], nullptr);
+  past[0].tv_sec -= seconds;
+  past[1] = past[0];
+  REQUIRE(utimes(path.c_str(), past) == 0);
+}
+
 // A real repository with the files currently in its working tree committed (ignores honoured).
 class TestRepo {
  public:
