@@ -1,0 +1,214 @@
+// The base → result diff and the review queries on it (see changes.h).
+#include "server/workspace/review/changes.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "server/workspace/review/path_rules.h"
+#include "server/workspace/review/review_git.h"
+
+namespace lockroom::workspace::review {
+namespace {
+
+Result<TreePtr> lookup_tree(git_repository* repo, const git_oid& id, const char* which) {
+  git_tree* raw = nullptr;
+  if (int rc = git_tree_lookup(&raw, repo, &id); rc < 0) {
+    return make_error(ErrorCode::kNotFound, git_error_text(std::string("the ") + which + " tree " + oid_hex(id) + " is not in the store", rc));
+  }
+  return TreePtr(raw);
+}
+
+ChangeStatus status_of(git_delta_t status) {
+  switch (status) {
+    case GIT_DELTA_ADDED: return ChangeStatus::kAdded;
+    case GIT_DELTA_DELETED: return ChangeStatus::kDeleted;
+    case GIT_DELTA_RENAMED: return ChangeStatus::kRenamed;
+    case GIT_DELTA_TYPECHANGE: return ChangeStatus::kTypeChange;
+    default: return ChangeStatus::kModified;
+  }
+}
+
+Result<PatchPtr> patch_of(git_diff* diff, std::size_t delta) {
+  git_patch* raw = nullptr;
+  if (int rc = git_patch_from_diff(&raw, diff, delta); rc < 0) {
+    return make_error(ErrorCode::kInternal, git_error_text("cannot compute the patch", rc));
+  }
+  return PatchPtr(raw);
+}
+
+}  // namespace
+
+const char* status_name(ChangeStatus status) {
+  switch (status) {
+    case ChangeStatus::kAdded: return "added";
+    case ChangeStatus::kModified: return "modified";
+    case ChangeStatus::kDeleted: return "deleted";
+    case ChangeStatus::kRenamed: return "renamed";
+    case ChangeStatus::kTypeChange: return "typechange";
+  }
+  return "modified";
+}
+
+Result<Changes> Changes::compute(git_repository* store, const git_oid& base_tree, const git_oid& result_tree,
+                                 const ChangesOptions& options) {
+  ensure_libgit2();
+  auto base = lookup_tree(store, base_tree, "base");
+  if (!base) return base.error();
+  auto result = lookup_tree(store, result_tree, "result");
+  if (!result) return result.error();
+
+  git_diff_options diff_options = GIT_DIFF_OPTIONS_INIT;
+  diff_options.flags = GIT_DIFF_INCLUDE_TYPECHANGE;
+  diff_options.context_lines = options.context_lines;
+  git_diff* raw = nullptr;
+  if (int rc = git_diff_tree_to_tree(&raw, store, base->get(), result->get(), &diff_options); rc < 0) {
+    return make_error(ErrorCode::kInternal, git_error_text("cannot diff the base and result trees", rc));
+  }
+  Changes changes;
+  changes.diff_.reset(raw);
+  git_diff_find_options find = GIT_DIFF_FIND_OPTIONS_INIT;
+  find.flags = GIT_DIFF_FIND_RENAMES;
+  if (int rc = git_diff_find_similar(changes.diff_.get(), &find); rc < 0) {
+    return make_error(ErrorCode::kInternal, git_error_text("cannot detect renames", rc));
+  }
+  changes.store_ = store;
+  changes.base_tree_ = base_tree;
+  changes.result_tree_ = result_tree;
+  changes.options_ = options;
+
+  std::size_t count = git_diff_num_deltas(changes.diff_.get());
+  for (std::size_t i = 0; i < count; ++i) {
+    auto patch = patch_of(changes.diff_.get(), i);
+    if (!patch) return patch.error();
+    const git_diff_delta* delta = git_patch_get_delta(patch->get());
+    FileChange file;
+    file.status = status_of(delta->status);
+    bool has_old = delta->status != GIT_DELTA_ADDED;
+    bool has_new = delta->status != GIT_DELTA_DELETED;
+    file.path = has_new ? delta->new_file.path : delta->old_file.path;
+    file.old_path = has_old ? delta->old_file.path : delta->new_file.path;
+    file.binary = (delta->flags & GIT_DIFF_FLAG_BINARY) != 0;
+    if (has_old) { file.old_mode = delta->old_file.mode; file.old_id = delta->old_file.id; }
+    if (has_new) { file.new_mode = delta->new_file.mode; file.new_id = delta->new_file.id; }
+    std::size_t context = 0, added = 0, removed = 0;
+    git_patch_line_stats(&context, &added, &removed, patch->get());
+    file.added_lines = added;
+    file.removed_lines = removed;
+    changes.files_.push_back(std::move(file));
+    changes.delta_of_.push_back(i);
+  }
+  std::vector<std::size_t> order(changes.files_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const FileChange& x = changes.files_[a];
+    const FileChange& y = changes.files_[b];
+    return x.path != y.path ? x.path < y.path : x.old_path < y.old_path;
+  });
+  std::vector<FileChange> files;
+  std::vector<std::size_t> delta_of;
+  for (std::size_t i : order) {
+    files.push_back(std::move(changes.files_[i]));
+    delta_of.push_back(changes.delta_of_[i]);
+  }
+  changes.files_ = std::move(files);
+  changes.delta_of_ = std::move(delta_of);
+  return changes;
+}
+
+const FileChange* Changes::find(std::string_view path) const {
+  for (const FileChange& file : files_) {
+    if (file.path == path) return &file;
+  }
+  for (const FileChange& file : files_) {
+    if (file.old_path == path) return &file;
+  }
+  return nullptr;
+}
+
+Result<FileDiff> Changes::diff_at(std::size_t file_index) const {
+  auto patch = patch_of(diff_.get(), delta_of_[file_index]);
+  if (!patch) return patch.error();
+  FileDiff out;
+  out.change = files_[file_index];
+  std::size_t hunk_count = git_patch_num_hunks(patch->get());
+  for (std::size_t h = 0; h < hunk_count; ++h) {
+    const git_diff_hunk* raw_hunk = nullptr;
+    std::size_t line_count = 0;
+    if (int rc = git_patch_get_hunk(&raw_hunk, &line_count, patch->get(), h); rc < 0) {
+      return make_error(ErrorCode::kInternal, git_error_text("cannot read a hunk of " + printable(out.change.path), rc));
+    }
+    Hunk hunk;
+    hunk.header.assign(raw_hunk->header, raw_hunk->header_len);
+    hunk.old_start = raw_hunk->old_start;
+    hunk.old_lines = raw_hunk->old_lines;
+    hunk.new_start = raw_hunk->new_start;
+    hunk.new_lines = raw_hunk->new_lines;
+    for (std::size_t l = 0; l < line_count; ++l) {
+      const git_diff_line* raw_line = nullptr;
+      if (int rc = git_patch_get_line_in_hunk(&raw_line, patch->get(), h, l); rc < 0) {
+        return make_error(ErrorCode::kInternal, git_error_text("cannot read a line of " + printable(out.change.path), rc));
+      }
+      hunk.lines.push_back(DiffLine{raw_line->origin, std::string(raw_line->content, raw_line->content_len),
+                                    raw_line->old_lineno, raw_line->new_lineno});
+    }
+    hunk.id = hunk_id(out.change.old_path, out.change.path, hunk);
+    out.hunks.push_back(std::move(hunk));
+  }
+  OwnedBuf text;
+  if (int rc = git_patch_to_buf(&text.buf, patch->get()); rc < 0) {
+    return make_error(ErrorCode::kInternal, git_error_text("cannot print the patch of " + printable(out.change.path), rc));
+  }
+  out.patch = std::string(text.view());
+  return out;
+}
+
+Result<std::vector<FileDiff>> Changes::diff_all() const {
+  std::vector<FileDiff> all;
+  all.reserve(files_.size());
+  for (std::size_t i = 0; i < files_.size(); ++i) {
+    auto one = diff_at(i);
+    if (!one) return one.error();
+    all.push_back(std::move(*one));
+  }
+  return all;
+}
+
+Result<FileDiff> Changes::diff(std::string_view path) const {
+  const FileChange* file = find(path);
+  if (!file) return make_error(ErrorCode::kNotFound, "'" + printable(path) + "' is not among the changed files");
+  return diff_at(static_cast<std::size_t>(file - files_.data()));
+}
+
+Result<FileContent> Changes::content(std::string_view path, Side side) const {
+  const git_oid& tree_id = side == Side::kBase ? base_tree_ : result_tree_;
+  const char* which = side == Side::kBase ? "base" : "current";
+  auto tree = lookup_tree(store_, tree_id, which);
+  if (!tree) return tree.error();
+  std::string p(path);
+  git_tree_entry* raw_entry = nullptr;
+  if (git_tree_entry_bypath(&raw_entry, tree->get(), p.c_str()) < 0) {
+    return make_error(ErrorCode::kNotFound, "'" + printable(path) + "' does not exist in the " + which + " version");
+  }
+  GitPtr<git_tree_entry, git_tree_entry_free> entry(raw_entry);
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) {
+    return make_error(ErrorCode::kInvalidInput, "'" + printable(path) + "' is a directory, not a file");
+  }
+  git_blob* raw_blob = nullptr;
+  if (int rc = git_blob_lookup(&raw_blob, store_, git_tree_entry_id(entry.get())); rc < 0) {
+    return make_error(ErrorCode::kInternal, git_error_text("cannot read " + printable(path), rc));
+  }
+  BlobPtr blob(raw_blob);
+  auto size = static_cast<std::uint64_t>(git_blob_rawsize(blob.get()));
+  if (size > options_.max_content_bytes) {
+    return make_error(ErrorCode::kLimitExceeded, "'" + printable(path) + "' is " + std::to_string(size) +
+                                                     " bytes; content is served only up to " +
+                                                     std::to_string(options_.max_content_bytes) + " bytes");
+  }
+  FileContent out;
+  out.mode = git_tree_entry_filemode(entry.get());
+  out.binary = git_blob_is_binary(blob.get()) != 0;
+  out.bytes.assign(static_cast<const char*>(git_blob_rawcontent(blob.get())), size);
+  return out;
+}
+
+}  // namespace lockroom::workspace::review

@@ -1,0 +1,205 @@
+// The base → result diff: list, diff with stable hunk ids, content; and a hidden benchmark.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+#include "server/workspace/review/changes.h"
+#include "tests/unit/workspace_review/review_fixture.h"
+
+using namespace lockroom::workspace;
+using namespace lockroom::workspace::review;
+using namespace lockroom::workspace::review::testing;
+using lockroom::ErrorCode;
+
+namespace {
+
+std::string numbered_lines(int count, const std::string& prefix = "line ") {
+  std::string text;
+  for (int i = 1; i <= count; ++i) text += prefix + std::to_string(i) + "\n";
+  return text;
+}
+
+std::string replace_line(std::string text, const std::string& from, const std::string& to) {
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
+struct Scenario {
+  TempDir dir;
+  RepoPtr store = init_repo(dir / "store.git", true);
+  Files base_files;
+  Files result_files;
+  git_oid base{}, result{};
+
+  Scenario() {
+    std::string binary("\x89PNG\r\n\x1a\n\0\0\0binary", 18);
+    base_files = {
+        {"keep.txt", "unchanged\n"},
+        {"edit.txt", numbered_lines(30)},
+        {"gone.txt", "to be deleted\n"},
+        {"old name.txt", numbered_lines(20, "moved ")},
+        {"tool.sh", "#!/bin/sh\necho tool\n"},
+        {"was-exec.sh", "#!/bin/sh\n", kModeExecutable},
+        {"image.png", binary},
+        {"large.txt", numbered_lines(20000)},
+        {"data/ünïcødé file.md", "old words\n"},
+        {"typechange", "a file that becomes a link\n"},
+    };
+    result_files = with(base_files, {
+        {"edit.txt", replace_line(replace_line(numbered_lines(30), "line 3\n", "line three\n"), "line 27\n", "line twenty-seven\n")},
+        {"gone.txt", "", 0},
+        {"old name.txt", "", 0},
+        {"new name.txt", numbered_lines(20, "moved ") + "one more\n"},
+        {"tool.sh", "#!/bin/sh\necho tool\n", kModeExecutable},
+        {"was-exec.sh", "#!/bin/sh\n", kModeFile},
+        {"image.png", binary + "more"},
+        {"large.txt", replace_line(numbered_lines(20000), "line 10000\n", "line ten thousand\n")},
+        {"data/ünïcødé file.md", "new words\n"},
+        {"added dir/new file.txt", "fresh\n"},
+        {"link", "keep.txt", kModeSymlink},
+        {"typechange", "keep.txt", kModeSymlink},
+    });
+    base = tree_of(store.get(), base_files);
+    result = tree_of(store.get(), result_files);
+  }
+};
+
+const FileChange& change_of(const Changes& changes, const std::string& path) {
+  const FileChange* c = changes.find(path);
+  if (!c) throw std::runtime_error("no change for " + path);
+  return *c;
+}
+
+}  // namespace
+
+TEST_CASE("changes list: statuses, renames, modes, binary, line counts, path order", "[changes]") {
+  Scenario s;
+  auto changes = Changes::compute(s.store.get(), s.base, s.result);
+  REQUIRE(changes.ok());
+  std::vector<std::string> paths;
+  for (const FileChange& c : changes->list()) paths.push_back(c.path);
+  CHECK(paths == std::vector<std::string>{"added dir/new file.txt", "data/ünïcødé file.md", "edit.txt", "gone.txt",
+                                          "image.png", "large.txt", "link", "new name.txt", "tool.sh", "typechange",
+                                          "was-exec.sh"});
+
+  const FileChange& edit = change_of(*changes, "edit.txt");
+  CHECK(edit.status == ChangeStatus::kModified);
+  CHECK(edit.added_lines == 2);
+  CHECK(edit.removed_lines == 2);
+  CHECK_FALSE(edit.binary);
+
+  const FileChange& renamed = change_of(*changes, "new name.txt");
+  CHECK(renamed.status == ChangeStatus::kRenamed);
+  CHECK(renamed.old_path == "old name.txt");
+  CHECK(renamed.added_lines == 1);
+  CHECK(renamed.removed_lines == 0);
+  CHECK(&change_of(*changes, "old name.txt") == &renamed);
+
+  CHECK(change_of(*changes, "gone.txt").status == ChangeStatus::kDeleted);
+  CHECK(change_of(*changes, "gone.txt").new_mode == 0);
+  CHECK(change_of(*changes, "added dir/new file.txt").status == ChangeStatus::kAdded);
+  CHECK(change_of(*changes, "added dir/new file.txt").old_mode == 0);
+  CHECK(change_of(*changes, "tool.sh").old_mode == kModeFile);
+  CHECK(change_of(*changes, "tool.sh").new_mode == kModeExecutable);
+  CHECK(change_of(*changes, "tool.sh").added_lines == 0);
+  CHECK(change_of(*changes, "was-exec.sh").new_mode == kModeFile);
+  CHECK(change_of(*changes, "image.png").binary);
+  CHECK(change_of(*changes, "link").new_mode == kModeSymlink);
+  CHECK(change_of(*changes, "typechange").status == ChangeStatus::kTypeChange);
+  CHECK(change_of(*changes, "large.txt").added_lines == 1);
+  CHECK(std::string(status_name(renamed.status)) == "renamed");
+}
+
+TEST_CASE("changes diff: hunks with ids that are stable across computations, and the unified patch", "[changes]") {
+  Scenario s;
+  auto first = Changes::compute(s.store.get(), s.base, s.result);
+  auto second = Changes::compute(s.store.get(), s.base, s.result);
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  auto a = first->diff("edit.txt");
+  auto b = second->diff("edit.txt");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(a->hunks.size() == 2);
+  CHECK(a->hunks[0].id == b->hunks[0].id);
+  CHECK(a->hunks[1].id == b->hunks[1].id);
+  CHECK(a->hunks[0].id != a->hunks[1].id);
+  CHECK(a->hunks[0].old_start == 1);
+  CHECK_THAT(a->hunks[0].header, Catch::StartsWith("@@ -1,6 +1,6 @@"));
+  CHECK_THAT(a->patch, Catch::Contains("diff --git a/edit.txt b/edit.txt") && Catch::Contains("-line 3\n+line three\n"));
+
+  // An id is a fixed function of the content: recomputing it from the returned hunk agrees.
+  CHECK(hunk_id("edit.txt", "edit.txt", a->hunks[1]) == a->hunks[1].id);
+
+  auto binary = first->diff("image.png");
+  REQUIRE(binary.ok());
+  CHECK(binary->hunks.empty());
+  CHECK_THAT(binary->patch, Catch::Contains("Binary files"));
+
+  auto mode_only = first->diff("tool.sh");
+  REQUIRE(mode_only.ok());
+  CHECK(mode_only->hunks.empty());
+  CHECK_THAT(mode_only->patch, Catch::Contains("new mode 100755"));
+
+  auto all = first->diff_all();
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == first->list().size());
+  CHECK((*all)[2].change.path == "edit.txt");
+  CHECK((*all)[2].hunks[0].id == a->hunks[0].id);
+
+  auto unknown = first->diff("keep.txt");
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error().code == ErrorCode::kNotFound);
+}
+
+TEST_CASE("changes content: base and current bytes, binary flag, bounds", "[changes]") {
+  Scenario s;
+  ChangesOptions options;
+  options.max_content_bytes = 1000;
+  auto changes = Changes::compute(s.store.get(), s.base, s.result, options);
+  REQUIRE(changes.ok());
+  CHECK(changes->content("data/ünïcødé file.md", Side::kBase)->bytes == "old words\n");
+  CHECK(changes->content("data/ünïcødé file.md", Side::kCurrent)->bytes == "new words\n");
+  auto image = changes->content("image.png", Side::kCurrent);
+  REQUIRE(image.ok());
+  CHECK(image->binary);
+  CHECK(image->bytes.size() == 22);
+  CHECK(changes->content("link", Side::kCurrent)->mode == kModeSymlink);
+  CHECK(changes->content("gone.txt", Side::kCurrent).error().code == ErrorCode::kNotFound);
+  CHECK(changes->content("added dir", Side::kCurrent).error().code == ErrorCode::kInvalidInput);
+  auto large = changes->content("large.txt", Side::kBase);
+  REQUIRE_FALSE(large.ok());
+  CHECK(large.error().code == ErrorCode::kLimitExceeded);
+  CHECK_THAT(large.error().message, Catch::Contains("large.txt"));
+}
+
+TEST_CASE("bench: list and diff 100 changed files", "[.bench][changes]") {
+  TempDir dir;
+  auto store = init_repo(dir / "store.git", true);
+  Files base_files, result_files;
+  for (int i = 0; i < 100; ++i) {
+    std::string text = numbered_lines(200, "file " + std::to_string(i) + " line ");
+    base_files.push_back({"src/f" + std::to_string(i) + ".c", text});
+    result_files.push_back({"src/f" + std::to_string(i) + ".c", replace_line(replace_line(text, " line 50\n", " line fifty\n"),
+                                                                              " line 150\n", " line 150 changed\n")});
+  }
+  for (int i = 0; i < 2000; ++i) {  // an unchanged rest of the workspace
+    base_files.push_back({"rest/r" + std::to_string(i) + ".txt", "same " + std::to_string(i) + "\n"});
+    result_files.push_back(base_files.back());
+  }
+  git_oid base = tree_of(store.get(), base_files);
+  git_oid result = tree_of(store.get(), result_files);
+  auto started = std::chrono::steady_clock::now();
+  auto changes = Changes::compute(store.get(), base, result);
+  REQUIRE(changes.ok());
+  auto listed = std::chrono::steady_clock::now();
+  auto all = changes->diff_all();
+  REQUIRE(all.ok());
+  auto diffed = std::chrono::steady_clock::now();
+  REQUIRE(all->size() == 100);
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  std::printf("changes for 100 files: list %.1f ms, diff of all %.1f ms, total %.1f ms\n", ms(listed - started),
+              ms(diffed - listed), ms(diffed - started));
+  CHECK(ms(diffed - started) < 1000);
+}
