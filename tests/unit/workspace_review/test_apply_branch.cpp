@@ -1,0 +1,223 @@
+// Applying changes as a branch in a real user repository, without touching its checkout.
+#include <catch2/catch.hpp>
+
+#include "server/workspace/review/apply_branch.h"
+#include "tests/unit/workspace_review/review_fixture.h"
+
+using namespace lockroom::workspace;
+using namespace lockroom::workspace::review;
+using namespace lockroom::workspace::review::testing;
+using lockroom::ErrorCode;
+using lockroom::Result;
+
+namespace {
+
+std::string numbered_lines(int count) {
+  std::string text;
+  for (int i = 1; i <= count; ++i) text += "line " + std::to_string(i) + "\n";
+  return text;
+}
+
+// A user's repository with one commit on HEAD (index and worktree matching it), and lockroom's
+// store holding the base tree: a snapshot of the user's worktree.
+struct UserRepo {
+  TempDir dir;
+  std::string work = dir / "user";
+  RepoPtr repo;
+  RepoPtr store = init_repo(dir / "store.git", true);
+  git_oid head{};
+  Files committed;
+
+  explicit UserRepo(Files files) : committed(std::move(files)) {
+    fs::create_directories(work);
+    repo = init_repo(work, false);
+    write_files(work, committed);
+    git_oid tree = tree_of(repo.get(), committed);
+    git_tree* raw_tree = nullptr;
+    check_git(git_tree_lookup(&raw_tree, repo.get(), &tree), "tree");
+    TreePtr owned_tree(raw_tree);
+    git_signature* raw_sig = nullptr;
+    check_git(git_signature_new(&raw_sig, "User", "user@example.com", 1700000000, 0), "signature");
+    SignaturePtr sig(raw_sig);
+    check_git(git_commit_create(&head, repo.get(), "HEAD", sig.get(), sig.get(), nullptr, "initial\n", owned_tree.get(), 0,
+                                nullptr),
+              "commit");
+    git_index* raw_index = nullptr;
+    check_git(git_repository_index(&raw_index, repo.get()), "index");
+    IndexPtr index(raw_index);
+    check_git(git_index_read_tree(index.get(), owned_tree.get()), "read tree");
+    check_git(git_index_write(index.get()), "write index");
+  }
+
+  // HEAD file, index file, every ref and the whole worktree (outside .git).
+  std::string fingerprint() const {
+    std::string print = read_file(work + "/.git/HEAD") + "\n" + read_file(work + "/.git/index");
+    git_reference* raw = nullptr;
+    check_git(git_repository_head(&raw, repo.get()), "head");
+    ReferencePtr head_ref(raw);
+    print += oid_hex(*git_reference_target(head_ref.get()));
+    for (auto& [path, state] : snapshot_dir(work)) {
+      if (path.rfind(".git", 0) == 0) continue;
+      print += path + "=" + state + "\n";
+    }
+    return print;
+  }
+
+  Result<BranchOutcome> branch(const git_oid& base, const git_oid& result, const std::string& name,
+                               const Selection& selection = Selection::all(), bool force = false) {
+    BranchRequest request;
+    request.repo_path = work;
+    request.head_at_snapshot = head;
+    request.name = name;
+    request.force = force;
+    return apply_branch(store.get(), base, result, selection, request);
+  }
+
+  CommitPtr commit(const git_oid& id) const {
+    git_commit* raw = nullptr;
+    check_git(git_commit_lookup(&raw, repo.get(), &id), "commit lookup");
+    return CommitPtr(raw);
+  }
+
+  // The content of `path` in the tree of commit `id`, or "<absent>".
+  std::string file_in(const git_oid& id, const std::string& path) const {
+    CommitPtr c = commit(id);
+    git_tree* raw_tree = nullptr;
+    check_git(git_commit_tree(&raw_tree, c.get()), "tree");
+    TreePtr tree(raw_tree);
+    git_tree_entry* raw_entry = nullptr;
+    if (git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str()) < 0) return "<absent>";
+    GitPtr<git_tree_entry, git_tree_entry_free> entry(raw_entry);
+    git_blob* raw_blob = nullptr;
+    check_git(git_blob_lookup(&raw_blob, repo.get(), git_tree_entry_id(entry.get())), "blob");
+    BlobPtr blob(raw_blob);
+    return std::string(static_cast<const char*>(git_blob_rawcontent(blob.get())), git_blob_rawsize(blob.get()));
+  }
+
+  git_oid ref_target(const std::string& name) const {
+    git_oid id;
+    check_git(git_reference_name_to_id(&id, repo.get(), name.c_str()), "ref");
+    return id;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("branch: commits the result on the snapshot's HEAD without touching HEAD, index or worktree", "[apply_branch]") {
+  UserRepo u({{"a.txt", "a\n"}, {"src/b.c", numbered_lines(10)}});
+  git_oid base = tree_of(u.store.get(), u.committed);  // worktree == HEAD
+  Files result_files = with(u.committed, {{"src/b.c", numbered_lines(11)}, {"new dir/new.txt", "new\n"}, {"a.txt", "", 0}});
+  git_oid result = tree_of(u.store.get(), result_files);
+  std::string before = u.fingerprint();
+
+  auto outcome = u.branch(base, result, "sandbox-1");
+  REQUIRE(outcome.ok());
+  CHECK(outcome->created);
+  CHECK(outcome->conflicts.empty());
+  CHECK(outcome->ref_name == "refs/heads/lockroom/sandbox-1");
+  CHECK(oid_hex(u.ref_target(outcome->ref_name)) == oid_hex(outcome->commit));
+  CHECK(oid_hex(outcome->tree) == oid_hex(result));
+
+  CommitPtr commit = u.commit(outcome->commit);
+  REQUIRE(git_commit_parentcount(commit.get()) == 1);
+  CHECK(oid_hex(*git_commit_parent_id(commit.get(), 0)) == oid_hex(u.head));
+  CHECK(oid_hex(*git_commit_tree_id(commit.get())) == oid_hex(result));
+  CHECK(u.file_in(outcome->commit, "new dir/new.txt") == "new\n");
+  CHECK(u.file_in(outcome->commit, "src/b.c") == numbered_lines(11));
+  CHECK(u.file_in(outcome->commit, "a.txt") == "<absent>");
+
+  CHECK(u.fingerprint() == before);
+
+  // The name is taken now: refused without force, replaced with it.
+  auto again = u.branch(base, result, "sandbox-1");
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().code == ErrorCode::kWrongState);
+  CHECK_THAT(again.error().message, Catch::Contains("lockroom/sandbox-1 already exists"));
+  Files other = with(u.committed, {{"a.txt", "other\n"}});
+  auto forced = u.branch(base, tree_of(u.store.get(), other), "sandbox-1", Selection::all(), true);
+  REQUIRE(forced.ok());
+  CHECK(u.file_in(u.ref_target("refs/heads/lockroom/sandbox-1"), "a.txt") == "other\n");
+  CHECK(u.fingerprint() == before);
+}
+
+TEST_CASE("branch: uncommitted edits in the snapshot stay out of the branch (three-way tree merge)", "[apply_branch]") {
+  UserRepo u({{"a.txt", "a as committed\n"}, {"b.txt", numbered_lines(10)}});
+  // The worktree, and so the snapshot, has an uncommitted edit and an untracked file.
+  Files worktree = with(u.committed, {{"a.txt", "a with an uncommitted edit\n"}, {"untracked.txt", "scratch\n"}});
+  write_files(u.work, {{"a.txt", "a with an uncommitted edit\n"}, {"untracked.txt", "scratch\n"}});
+  git_oid base = tree_of(u.store.get(), worktree);
+  git_oid result = tree_of(u.store.get(), with(worktree, {{"b.txt", numbered_lines(12)}}));
+  std::string before = u.fingerprint();
+
+  auto outcome = u.branch(base, result, "merge");
+  REQUIRE(outcome.ok());
+  REQUIRE(outcome->created);
+  CHECK(u.file_in(outcome->commit, "b.txt") == numbered_lines(12));
+  CHECK(u.file_in(outcome->commit, "a.txt") == "a as committed\n");
+  CHECK(u.file_in(outcome->commit, "untracked.txt") == "<absent>");
+  CHECK(oid_hex(*git_commit_parent_id(u.commit(outcome->commit).get(), 0)) == oid_hex(u.head));
+  CHECK(u.fingerprint() == before);
+}
+
+TEST_CASE("branch: a change that overlaps an uncommitted edit is a conflict and creates nothing", "[apply_branch]") {
+  UserRepo u({{"a.txt", "committed\n"}, {"b.txt", "b\n"}});
+  Files worktree = with(u.committed, {{"a.txt", "uncommitted\n"}});
+  git_oid base = tree_of(u.store.get(), worktree);
+  git_oid result = tree_of(u.store.get(), with(worktree, {{"a.txt", "uncommitted, then the sandbox\n"}, {"b.txt", "b2\n"}}));
+  auto outcome = u.branch(base, result, "conflicted");
+  REQUIRE(outcome.ok());
+  CHECK_FALSE(outcome->created);
+  CHECK(outcome->conflicts == std::vector<std::string>{"a.txt"});
+  git_reference* raw = nullptr;
+  CHECK(git_reference_lookup(&raw, u.repo.get(), "refs/heads/lockroom/conflicted") == GIT_ENOTFOUND);
+}
+
+TEST_CASE("branch: a selection commits only the chosen files and hunks", "[apply_branch]") {
+  std::string text = numbered_lines(40);
+  UserRepo u({{"two.txt", text}, {"other.txt", "other\n"}});
+  git_oid base = tree_of(u.store.get(), u.committed);
+  std::string both = text;
+  both.replace(both.find("line 2\n"), 7, "line two\n");
+  both.replace(both.find("line 38\n"), 8, "line thirty-eight\n");
+  git_oid result = tree_of(u.store.get(), with(u.committed, {{"two.txt", both}, {"other.txt", "other changed\n"}}));
+  auto changes = Changes::compute(u.store.get(), base, result);
+  REQUIRE(changes.ok());
+  auto diff = changes->diff("two.txt");
+  REQUIRE(diff->hunks.size() == 2);
+
+  auto outcome = u.branch(base, result, "partial", Selection::only({{"two.txt", std::vector<std::string>{diff->hunks[0].id}}}));
+  REQUIRE(outcome.ok());
+  REQUIRE(outcome->created);
+  std::string expected = text;
+  expected.replace(expected.find("line 2\n"), 7, "line two\n");
+  CHECK(u.file_in(outcome->commit, "two.txt") == expected);
+  CHECK(u.file_in(outcome->commit, "other.txt") == "other\n");
+}
+
+TEST_CASE("branch: bad names, unknown HEAD commits, and an unborn HEAD", "[apply_branch]") {
+  UserRepo u(Files{{"a.txt", "a\n"}});
+  git_oid base = tree_of(u.store.get(), u.committed);
+  git_oid result = tree_of(u.store.get(), with(u.committed, {{"a.txt", "b\n"}}));
+  for (const char* bad : {"", "a..b", "bad name", "x.lock", "trailing/", "-/../x"}) {
+    INFO(bad);
+    auto refused = u.branch(base, result, bad);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kInvalidInput);
+  }
+
+  BranchRequest request;
+  request.repo_path = u.work;
+  request.name = "unknown-head";
+  git_oid_fromstr(&request.head_at_snapshot, "0123456789012345678901234567890123456789");
+  auto missing = apply_branch(u.store.get(), base, result, Selection::all(), request);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().code == ErrorCode::kNotFound);
+
+  request.name = "unborn";
+  request.head_at_snapshot = git_oid{};
+  auto unborn = apply_branch(u.store.get(), base, result, Selection::all(), request);
+  REQUIRE(unborn.ok());
+  REQUIRE(unborn->created);
+  CHECK(git_commit_parentcount(u.commit(unborn->commit).get()) == 0);
+  CHECK(u.file_in(unborn->commit, "a.txt") == "b\n");
+}
