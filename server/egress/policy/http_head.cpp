@@ -234,6 +234,34 @@ BodyFraming framing_from(const http_parser& p, std::uint64_t* content_length) {
   return BodyFraming::kNone;
 }
 
+// Inside a terminated tunnel: origin-form, or absolute-form naming the tunnel's own host.
+Result<void> fill_tunnel_target(RequestHead& head, const std::string& url, const Host& host, std::uint16_t port) {
+  if (head.is_connect) return make_error(ErrorCode::kInvalidInput, "CONNECT inside a TLS tunnel is not supported");
+  head.scheme = Scheme::kHttps;
+  head.host = host;
+  head.port = port;
+  http_parser_url u;
+  http_parser_url_init(&u);
+  if (url.empty() || http_parser_parse_url(url.data(), url.size(), 0, &u) != 0) {
+    return make_error(ErrorCode::kInvalidInput, "request target \"" + printable(url) + "\" is not a valid URL");
+  }
+  auto field = [&](int f) { return std::string_view(url).substr(u.field_data[f].off, u.field_data[f].len); };
+  auto has = [&](int f) { return (u.field_set & (1 << f)) != 0; };
+  if (has(UF_HOST)) {
+    Result<Host> named = parse_host(field(UF_HOST));
+    std::uint16_t named_port = has(UF_PORT) ? u.port : 443;
+    if (!named || !(*named == host) || named_port != port) {
+      return make_error(ErrorCode::kInvalidInput, "request target \"" + printable(url) + "\" names another host than the tunnel's (" +
+                                                      host.url_host() + ":" + std::to_string(port) + ")");
+    }
+  } else if (url[0] != '/') {
+    return make_error(ErrorCode::kInvalidInput, "request target \"" + printable(url) + "\" is not a path");
+  }
+  head.target = has(UF_PATH) ? std::string(field(UF_PATH)) : "/";
+  if (has(UF_QUERY)) head.target += "?" + std::string(field(UF_QUERY));
+  return {};
+}
+
 Result<void> fill_request_target(RequestHead& head, const std::string& url) {
   http_parser_url u;
   http_parser_url_init(&u);
@@ -314,6 +342,13 @@ std::string version_text(int major, int minor) { return "HTTP/" + std::to_string
 // ---- RequestHeadParser ----
 
 RequestHeadParser::RequestHeadParser() : parser_(std::make_unique<HttpMessageParser>(HTTP_REQUEST, nullptr)) {}
+
+RequestHeadParser RequestHeadParser::inside_tunnel(Host host, std::uint16_t port) {
+  RequestHeadParser parser;
+  parser.tunnel_host_ = std::move(host);
+  parser.tunnel_port_ = port;
+  return parser;
+}
 RequestHeadParser::~RequestHeadParser() = default;
 RequestHeadParser::RequestHeadParser(RequestHeadParser&&) noexcept = default;
 RequestHeadParser& RequestHeadParser::operator=(RequestHeadParser&&) noexcept = default;
@@ -334,7 +369,8 @@ FeedResult RequestHeadParser::feed(std::string_view data) {
   if (p.http_major != 1) {
     return parser_->fail("HTTP/" + std::to_string(p.http_major) + "." + std::to_string(p.http_minor) + " is not supported (HTTP/1.0 or 1.1 only)");
   }
-  Result<void> target = fill_request_target(head_, parser_->url_);
+  Result<void> target = tunnel_host_ ? fill_tunnel_target(head_, parser_->url_, *tunnel_host_, tunnel_port_)
+                                     : fill_request_target(head_, parser_->url_);
   if (!target) return parser_->fail(target.error().message);
   return result;
 }

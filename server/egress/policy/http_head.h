@@ -4,6 +4,8 @@
 // RequestHeadParser reads what a client sends a forward proxy: an absolute-form request
 // (`GET http://host:port/path HTTP/1.1`, also `https://`) or `CONNECT host:port`. An origin-form
 // request (`GET /path`) is an error that tells the user to use lockroom as a forward proxy.
+// Inside a tunnel whose TLS the proxy terminates, RequestHeadParser::inside_tunnel() reads the
+// origin-form requests the client sends there.
 // ResponseHeadParser reads an upstream response head, for its status and body framing.
 //
 // Both are incremental: feed() takes bytes as they arrive and says when the head is complete and
@@ -92,7 +94,11 @@ class HttpMessageParser;  // the http-parser state shared by both head parsers
 
 class RequestHeadParser {
  public:
+  // A forward-proxy request: absolute-form or CONNECT.
   RequestHeadParser();
+  // A request inside a tunnel whose TLS the proxy terminated: origin-form (`GET /path`), to the
+  // tunnel's host and port over https. An absolute-form request to another host is an error.
+  static RequestHeadParser inside_tunnel(Host host, std::uint16_t port);
   ~RequestHeadParser();
   RequestHeadParser(RequestHeadParser&&) noexcept;
   RequestHeadParser& operator=(RequestHeadParser&&) noexcept;
@@ -108,6 +114,8 @@ class RequestHeadParser {
  private:
   std::unique_ptr<HttpMessageParser> parser_;
   RequestHead head_;
+  std::optional<Host> tunnel_host_;
+  std::uint16_t tunnel_port_ = 0;
 };
 
 class ResponseHeadParser {

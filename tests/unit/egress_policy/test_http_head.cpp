@@ -298,3 +298,27 @@ TEST_CASE("response heads: status, framing by status, method and headers, and th
   CHECK(bad.feed("HTTP/1.1 abc\r\n\r\n").state == ParseState::kError);
   CHECK_THAT(bad.error().message, Catch::StartsWith("malformed HTTP response"));
 }
+
+TEST_CASE("inside a terminated tunnel requests are origin-form, to the tunnel's host") {
+  Host host = *parse_host("api.example.com");
+  auto parse_inside = [&](const std::string& text) {
+    RequestHeadParser parser = RequestHeadParser::inside_tunnel(host, 443);
+    FeedResult r = parser.feed(text);
+    return std::make_pair(r.state, r.state == ParseState::kComplete ? parser.head() : RequestHead{});
+  };
+  auto [state, head] = parse_inside("GET /v1/x?y=1 HTTP/1.1\r\nHost: evil.example\r\n\r\n");
+  REQUIRE(state == ParseState::kComplete);
+  CHECK(head.scheme == Scheme::kHttps);
+  CHECK(head.host == host);
+  CHECK(head.port == 443);
+  CHECK(head.target == "/v1/x?y=1");
+  CHECK(serialize_request_for_upstream(head) == "GET /v1/x?y=1 HTTP/1.1\r\nHost: api.example.com\r\n\r\n");
+  CHECK(parse_inside("GET https://api.example.com/z HTTP/1.1\r\n\r\n").second.target == "/z");
+
+  RequestHeadParser other = RequestHeadParser::inside_tunnel(host, 443);
+  REQUIRE(other.feed("GET https://evil.example/ HTTP/1.1\r\n\r\n").state == ParseState::kError);
+  CHECK_THAT(other.error().message, Catch::Contains("names another host than the tunnel's (api.example.com:443)"));
+  RequestHeadParser connect = RequestHeadParser::inside_tunnel(host, 443);
+  REQUIRE(connect.feed("CONNECT a.example:443 HTTP/1.1\r\n\r\n").state == ParseState::kError);
+  CHECK_THAT(connect.error().message, Catch::Contains("CONNECT inside a TLS tunnel"));
+}
