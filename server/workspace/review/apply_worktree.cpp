@@ -12,6 +12,23 @@ namespace {
 
 using Kind = HostEntry::Kind;
 
+// What was at a host path when the apply was planned: enough to notice a change before writing,
+// without keeping the content.
+struct HostStamp {
+  Kind kind = Kind::kMissing;
+  mode_t permissions = 0;
+  git_oid content{};
+
+  static HostStamp of(const HostEntry& entry) {
+    HostStamp stamp{entry.kind, entry.permissions, {}};
+    git_odb_hash(&stamp.content, entry.bytes.data(), entry.bytes.size(), GIT_OBJECT_BLOB);
+    return stamp;
+  }
+  bool operator==(const HostStamp& other) const {
+    return kind == other.kind && permissions == other.permissions && oid_equal(content, other.content);
+  }
+};
+
 struct Step {
   FileApplyResult result;
   enum class Op { kNone, kWrite, kChmod, kDelete } op = Op::kNone;
@@ -20,8 +37,8 @@ struct Step {
   bool executable = false;
   std::optional<mode_t> permissions;  // exact permissions for a file that exists on the host
   bool delete_old = false;            // a rename: remove old_path once path is written
-  HostEntry seen_old;                 // the host at old_path when planned
-  HostEntry seen_new;                 // the host at path when planned
+  HostStamp seen_old;                 // the host at old_path when planned
+  HostStamp seen_new;                 // the host at path when planned
 };
 
 bool is_symlink_mode(std::uint32_t mode) { return mode == GIT_FILEMODE_LINK; }
@@ -89,24 +106,27 @@ class Planner {
       }
     }
 
+    HostEntry host_old, host_new;
     if (planned.base) {
       auto host = workspace_.read(change.old_path, options_.max_file_bytes);
       if (!host) return refuse(host.error().message);
-      step.seen_old = std::move(*host);
+      host_old = std::move(*host);
+      step.seen_old = HostStamp::of(host_old);
     }
     if (planned.target) {
       if (planned.base && !renamed) {
-        step.seen_new = step.seen_old;
+        host_new = host_old;
       } else {
         auto host = workspace_.read(change.path, options_.max_file_bytes);
         if (!host) return refuse(host.error().message);
-        step.seen_new = std::move(*host);
+        host_new = std::move(*host);
       }
+      step.seen_new = HostStamp::of(host_new);
     }
 
     if (!planned.target) {  // a deletion
-      if (step.seen_old.kind == Kind::kMissing) return unchanged("already absent on the host");
-      if (!host_has(step.seen_old, planned.base->mode, base_bytes)) {
+      if (host_old.kind == Kind::kMissing) return unchanged("already absent on the host");
+      if (!host_has(host_old, planned.base->mode, base_bytes)) {
         return conflict("the sandbox deleted " + name + ", but it changed on the host since the snapshot");
       }
       step.op = Step::Op::kDelete;
@@ -114,13 +134,14 @@ class Planner {
       return step;
     }
 
-    if (renamed && step.seen_old.kind == Kind::kMissing && host_has(step.seen_new, planned.target->mode, target_bytes)) {
+    if (renamed && host_old.kind == Kind::kMissing && host_has(host_new, planned.target->mode, target_bytes)) {
       return unchanged("the host already has the sandbox's version");
     }
     std::string final_bytes = target_bytes;
     ApplyStatus status = ApplyStatus::kApplied;
-    if (planned.base && !host_has(step.seen_old, planned.base->mode, base_bytes)) {
-      const HostEntry& host = step.seen_old;
+    bool host_kept_base = !planned.base || host_has(host_old, planned.base->mode, base_bytes);
+    if (!host_kept_base) {
+      const HostEntry& host = host_old;
       std::string old_name = printable(change.old_path);
       if (host.kind == Kind::kMissing) return conflict(old_name + " was deleted on the host since the snapshot");
       if (!renamed && host_has(host, planned.target->mode, target_bytes) &&
@@ -143,7 +164,7 @@ class Planner {
       status = ApplyStatus::kMerged;
     }
 
-    const HostEntry& destination = step.seen_new;
+    const HostEntry& destination = host_new;
     if (destination.kind == Kind::kDirectory || destination.kind == Kind::kOther) {
       return refuse("on the host " + name + " is " + kind_name(destination.kind) + "; lockroom does not replace it");
     }
@@ -162,6 +183,10 @@ class Planner {
         step.permissions = with_exec(destination.permissions, step.executable);
       } else if (!renamed) {
         return unchanged("the host already has the sandbox's version");
+      } else if (host_kept_base) {
+        step.op = Step::Op::kDelete;  // the new path already holds it: only the old one goes
+      } else {
+        return conflict(printable(change.old_path) + " changed on the host since the snapshot");
       }
       return step;
     }
@@ -221,12 +246,12 @@ Result<bool> host_unchanged(const WorkspaceDir& workspace, const Step& step, std
   if (step.op == Step::Op::kDelete || renamed) {
     auto now = workspace.read(step.result.old_path, max_bytes);
     if (!now) return now.error();
-    if (!now->same_as(step.seen_old)) return false;
+    if (!(HostStamp::of(*now) == step.seen_old)) return false;
   }
   if (step.op == Step::Op::kWrite || step.op == Step::Op::kChmod) {
     auto now = workspace.read(step.result.path, max_bytes);
     if (!now) return now.error();
-    if (!now->same_as(step.seen_new)) return false;
+    if (!(HostStamp::of(*now) == step.seen_new)) return false;
   }
   return true;
 }
@@ -297,7 +322,7 @@ Result<std::vector<FileApplyResult>> apply_worktree(git_repository* store, const
     if (step.op == Step::Op::kDelete) execute(*workspace, step, options.max_file_bytes);
   }
   for (Step& step : steps) {
-    if (step.op != Step::Op::kDelete) execute(*workspace, step, options.max_file_bytes);
+    if (step.op != Step::Op::kDelete && step.op != Step::Op::kNone) execute(*workspace, step, options.max_file_bytes);
   }
   for (Step& step : steps) results.push_back(std::move(step.result));
   return results;

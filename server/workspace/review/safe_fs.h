@@ -47,9 +47,6 @@ struct HostEntry {
   std::string bytes;       // a file's content or a symlink's target
 
   bool executable() const { return (permissions & 0100) != 0; }
-  bool same_as(const HostEntry& other) const {
-    return kind == other.kind && permissions == other.permissions && bytes == other.bytes;
-  }
 };
 const char* kind_name(HostEntry::Kind kind);
 

@@ -303,6 +303,20 @@ TEST_CASE("a failure in the middle leaves no half-written files", "[apply_worktr
   CHECK(no_temp_files(w.ws));
 }
 
+TEST_CASE("a rename whose new path the user already created with that content only removes the old path",
+          "[apply_worktree]") {
+  std::string text = numbered_lines(20);
+  World w({{"old.txt", text}});
+  git_oid result = w.result_of({{"old.txt", "", 0}, {"new.txt", text}});
+  write_files(w.ws, {{"new.txt", text}});
+  auto results = w.apply(result);
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].status == ApplyStatus::kApplied);
+  CHECK(results[0].old_path == "old.txt");
+  CHECK_FALSE(w.exists("old.txt"));
+  CHECK(w.read("new.txt") == text);
+}
+
 TEST_CASE("file modes: an edited file keeps its host permissions, the exec bit follows the sandbox", "[apply_worktree]") {
   World w({{"script", "#!/bin/sh\n"}, {"private.txt", "secret-ish\n"}});
   ::chmod((w.ws + "/private.txt").c_str(), 0600);
