@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "server/workspace/review/path_rules.h"
 
@@ -79,37 +77,53 @@ Result<Manifest> validate_raw(std::vector<RawEntry> raws, const ManifestLimits& 
     if (auto problem = entry_problem(raws[i], limits)) refuse(i, *problem);
   }
 
-  // Duplicates: every copy is refused, since lockroom cannot know which one the guest meant.
-  std::unordered_map<std::string_view, std::vector<std::size_t>> by_path;
-  by_path.reserve(raws.size());
+  // The entries that have a path, in path order: duplicates are neighbours there, and everything
+  // under "P/" is one run that starts where "P/" would be.
+  std::vector<std::size_t> order;
+  order.reserve(raws.size());
   for (std::size_t i = 0; i < raws.size(); ++i) {
-    if (raws[i].has_path) by_path[raws[i].entry.path].push_back(i);
+    if (raws[i].has_path) order.push_back(i);
   }
-  for (auto& [path, indexes] : by_path) {
-    if (indexes.size() < 2) continue;
-    for (std::size_t i : indexes) refuse(i, "the path appears " + std::to_string(indexes.size()) + " times in the manifest");
+  auto path_of = [&](std::size_t i) -> std::string_view { return raws[i].entry.path; };
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    std::string_view x = path_of(a), y = path_of(b);
+    return x != y ? x < y : a < b;
+  });
+
+  // Duplicates: every copy is refused, since lockroom cannot know which one the guest meant.
+  for (std::size_t run = 0; run < order.size();) {
+    std::size_t end = run + 1;
+    while (end < order.size() && path_of(order[end]) == path_of(order[run])) ++end;
+    for (std::size_t k = run; end - run > 1 && k < end; ++k) {
+      refuse(order[k], "the path appears " + std::to_string(end - run) + " times in the manifest");
+    }
+    run = end;
   }
 
   // A path that is a file (or symlink) and also a directory holding other entries: both refused.
-  for (std::size_t i = 0; i < raws.size(); ++i) {
-    if (refused[i]) continue;
-    std::string_view path = raws[i].entry.path;
-    for (std::size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
-      auto it = by_path.find(path.substr(0, slash));
-      if (it == by_path.end()) continue;
-      std::string prefix(path.substr(0, slash));
-      refuse(i, "the path is inside '" + printable(prefix) + "', which the manifest also lists as a file or symlink");
-      for (std::size_t j : it->second) {
-        refuse(j, "the path is listed as a file or symlink and also as a directory holding '" + printable(path) + "'");
-      }
+  std::string dir_prefix;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    std::string_view path = path_of(order[k]);
+    if (k > 0 && path == path_of(order[k - 1])) continue;
+    dir_prefix.assign(path);
+    dir_prefix += '/';
+    auto child = std::lower_bound(order.begin() + static_cast<std::ptrdiff_t>(k) + 1, order.end(), dir_prefix,
+                                  [&](std::size_t i, const std::string& p) { return path_of(i) < p; });
+    if (child == order.end() || path_of(*child).substr(0, dir_prefix.size()) != dir_prefix) continue;
+    std::string first_child = printable(path_of(*child));
+    for (; child != order.end() && path_of(*child).substr(0, dir_prefix.size()) == dir_prefix; ++child) {
+      refuse(*child, "the path is inside '" + printable(path) + "', which the manifest also lists as a file or symlink");
+    }
+    for (std::size_t same = k; same < order.size() && path_of(order[same]) == path; ++same) {
+      refuse(order[same], "the path is listed as a file or symlink and also as a directory holding '" + first_child + "'");
     }
   }
 
   for (std::size_t i = 0; i < raws.size(); ++i) {
-    if (refused[i]) {
-      manifest.refused.push_back({display_name(raws[i]), reasons[i]});
-      continue;
-    }
+    if (refused[i]) manifest.refused.push_back({display_name(raws[i]), reasons[i]});
+  }
+  for (std::size_t i : order) {
+    if (refused[i]) continue;
     ManifestFile file;
     file.path = std::move(raws[i].entry.path);
     file.mode = raws[i].entry.mode;
@@ -117,8 +131,6 @@ Result<Manifest> validate_raw(std::vector<RawEntry> raws, const ManifestLimits& 
     git_oid_fromstrn(&file.id, raws[i].entry.id.data(), raws[i].entry.id.size());
     manifest.files.push_back(std::move(file));
   }
-  std::sort(manifest.files.begin(), manifest.files.end(),
-            [](const ManifestFile& a, const ManifestFile& b) { return a.path < b.path; });
 
   std::uint64_t total = 0;
   for (const ManifestFile& f : manifest.files) total += f.size;  // each <= max_blob_bytes: no overflow
