@@ -102,7 +102,7 @@ Result<BranchOutcome> apply_branch(git_repository* store, const git_oid& base_tr
   if (!resolved) return resolved.error();
   outcome.refused = resolved->refused;
   git_oid theirs = result_tree;
-  if (!selection.everything) {
+  if (!selection.everything || !resolved->refused.empty()) {
     auto tree = selected_tree(store, base_tree, resolved->changes);
     if (!tree) return tree.error();
     theirs = *tree;

@@ -70,12 +70,24 @@ Result<PlannedChange> some_hunks(const Changes& changes, const FileChange& chang
   return planned;
 }
 
+// Why a change touches a path lockroom never writes (defence in depth: the manifest refuses
+// such paths before they reach a tree), or nullopt.
+std::optional<std::string> unsafe_path(const FileChange& change) {
+  for (const std::string& path : {change.path, change.old_path}) {
+    if (auto problem = path_problem(path)) return "refused path " + printable(path) + ": " + *problem;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<ResolvedSelection> resolve_selection(const Changes& changes, const Selection& selection) {
   ResolvedSelection resolved;
   if (selection.everything) {
-    for (const FileChange& change : changes.list()) resolved.changes.push_back(whole_file(change));
+    for (const FileChange& change : changes.list()) {
+      if (auto problem = unsafe_path(change)) resolved.refused.push_back({printable(change.path), *problem});
+      else resolved.changes.push_back(whole_file(change));
+    }
     return resolved;
   }
   std::map<std::string, PlannedChange> by_path;  // keyed by the change's path: path order, one plan per change
@@ -83,6 +95,10 @@ Result<ResolvedSelection> resolve_selection(const Changes& changes, const Select
     const FileChange* change = changes.find(wanted.path);
     if (!change) {
       resolved.refused.push_back({printable(wanted.path), "not among the changed files"});
+      continue;
+    }
+    if (auto problem = unsafe_path(*change)) {
+      resolved.refused.push_back({printable(wanted.path), *problem});
       continue;
     }
     if (by_path.count(change->path)) {

@@ -4,7 +4,9 @@
 // snapshot had) and the target entry (what the file should become). For a subset of hunks the
 // target is base + those hunks, written as a new blob into lockroom's store. Selections that
 // name no change, unknown hunks, or hunks of a file that has none (binary, symlink, deletion)
-// are refused per file. Shared by apply_worktree and apply_branch; blocking libgit2 I/O.
+// are refused per file, and so is any change whose path lockroom would never write (see
+// path_problem), whatever the selection. Shared by apply_worktree and apply_branch; blocking
+// libgit2 I/O.
 #pragma once
 
 #include <git2.h>

@@ -221,3 +221,35 @@ TEST_CASE("branch: bad names, unknown HEAD commits, and an unborn HEAD", "[apply
   CHECK(git_commit_parentcount(u.commit(unborn->commit).get()) == 0);
   CHECK(u.file_in(unborn->commit, "a.txt") == "b\n");
 }
+
+TEST_CASE("branch: a path lockroom never writes stays out of the branch", "[apply_branch]") {
+  UserRepo u(Files{{"a.txt", "a\n"}});
+  git_oid base = tree_of(u.store.get(), u.committed);
+  git_tree* raw_base = nullptr;
+  REQUIRE(git_tree_lookup(&raw_base, u.store.get(), &base) == 0);
+  TreePtr base_tree(raw_base);
+  git_treebuilder* raw_builder = nullptr;
+  REQUIRE(git_treebuilder_new(&raw_builder, u.store.get(), base_tree.get()) == 0);
+  TreeBuilderPtr builder(raw_builder);
+  git_oid blob;
+  REQUIRE(git_blob_create_from_buffer(&blob, u.store.get(), "evil\n", 5) == 0);
+  REQUIRE(git_treebuilder_insert(nullptr, builder.get(), "new.txt", &blob, GIT_FILEMODE_BLOB) == 0);
+  std::string evil_name;
+  for (std::string name : {"GIT~1", ".GIT", ".git.", ".g\xe2\x80\x8cit"}) {
+    if (git_treebuilder_insert(nullptr, builder.get(), name.c_str(), &blob, GIT_FILEMODE_BLOB) == 0) {
+      evil_name = name;
+      break;
+    }
+  }
+  REQUIRE_FALSE(evil_name.empty());
+  git_oid result;
+  REQUIRE(git_treebuilder_write(&result, builder.get()) == 0);
+
+  auto outcome = u.branch(base, result, "guarded");
+  REQUIRE(outcome.ok());
+  REQUIRE(outcome->created);
+  REQUIRE(outcome->refused.size() == 1);
+  CHECK_THAT(outcome->refused[0].reason, Catch::Contains("git's own directory"));
+  CHECK(u.file_in(outcome->commit, "new.txt") == "evil\n");
+  CHECK(u.file_in(outcome->commit, evil_name) == "<absent>");
+}
