@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "server/workspace/git_util.h"
+#include "server/workspace/snapshot/object_writer.h"
 #include "server/workspace/snapshot/snapshot_store.h"
 #include "server/workspace/snapshot/stat_cache.h"
 
@@ -103,21 +104,18 @@ Result<SnapshotResult> take_snapshot(const std::string& workspace_dir, const std
   result.timings.scan_ms = ms_since(scan_start);
   const auto store_start = Clock::now();
 
-  git_odb* raw_odb = nullptr;
-  if (int rc = git_repository_odb(&raw_odb, store->get()); rc < 0) {
-    return make_error(ErrorCode::kInternal, git_error_text("cannot open the snapshot store's objects", rc));
-  }
-  OdbPtr odb(raw_odb);
+  auto writer = ObjectWriter::attach(store->get(), *store_real);
+  if (!writer) return writer.error();
   auto cache = StatCache::open(*store_real, scan_wall);
   if (!cache) return cache.error();
 
   for (const auto& entry : scan->entries) {
     git_oid id;
     struct stat st = entry.stat;
-    if (auto cached = cache->lookup(entry, odb.get())) {
+    if (auto cached = cache->lookup(entry, writer->odb())) {
       id = *cached;
     } else {
-      auto stored = store_entry(odb.get(), *workspace + "/" + entry.path, entry.kind, options.limits.max_file_bytes);
+      auto stored = writer->store_entry(*workspace + "/" + entry.path, entry.kind, options.limits.max_file_bytes);
       if (!stored && stored.error().code == ErrorCode::kNotFound) {
         scan->skipped.push_back({entry.path, "disappeared during the snapshot"});
         continue;
@@ -145,6 +143,7 @@ Result<SnapshotResult> take_snapshot(const std::string& workspace_dir, const std
   if (!tree) return tree.error();
   auto commit = commit_tree(store->get(), *tree);
   if (!commit) return commit.error();
+  if (auto flushed = writer->flush(&*commit); !flushed) return flushed.error();
   result.commit_id = hex(*commit);
   result.tree_id = hex(*tree);
   result.snapshot_id = options.snapshot_id.empty() ? result.commit_id : options.snapshot_id;
