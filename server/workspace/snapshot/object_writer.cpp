@@ -19,7 +19,6 @@ namespace {
 
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr std::uint64_t kStreamAtLeast = 1 << 20;   // files from 1 MiB on are streamed
-constexpr std::uint64_t kFlushAfter = 64ull << 20;  // collected bytes that trigger a flush
 constexpr int kReadAttempts = 3;
 constexpr int kPendingPriority = 999;  // above libgit2's own backends, as git2/sys/mempack.h asks
 
@@ -55,9 +54,11 @@ Result<bool> read_exactly(int fd, std::uint64_t size, const std::string& path, S
 
 }  // namespace
 
-Result<ObjectWriter> ObjectWriter::attach(git_repository* store, const std::string& store_dir) {
+Result<ObjectWriter> ObjectWriter::attach(git_repository* store, const std::string& store_dir,
+                                          std::uint64_t flush_after) {
   ObjectWriter writer;
   writer.store_ = store;
+  writer.flush_after_ = flush_after;
   git_odb* raw = nullptr;
   if (int rc = git_repository_odb(&raw, store); rc < 0) {
     return make_error(ErrorCode::kInternal, git_error_text("cannot open the snapshot store's objects", rc));
@@ -156,7 +157,7 @@ Result<StoredBlob> ObjectWriter::store_entry(const std::string& path, EntryKind 
                                            : write_small(file.fd, size, path, blob.id);
     if (!complete) return complete.error();
     if (!*complete) continue;  // shrank while being read: again
-    if (pending_bytes_ >= kFlushAfter) {
+    if (pending_bytes_ >= flush_after_) {
       if (auto flushed = flush(); !flushed) return flushed.error();
     }
     return blob;

@@ -26,9 +26,13 @@ struct StoredBlob {
 
 class ObjectWriter {
  public:
+  static constexpr std::uint64_t kDefaultFlushAfter = 64ull << 20;
+
   // From now on, objects written through `store` (blobs here, trees, the commit) collect in
-  // memory until flush(). `store` must outlive the writer.
-  static Result<ObjectWriter> attach(git_repository* store, const std::string& store_dir);
+  // memory until flush(), which store_entry() also calls once `flush_after` bytes of new blobs
+  // have collected. `store` must outlive the writer.
+  static Result<ObjectWriter> attach(git_repository* store, const std::string& store_dir,
+                                     std::uint64_t flush_after = kDefaultFlushAfter);
 
   // The store's object database: sees the store and everything written so far.
   git_odb* odb() const { return odb_.get(); }
@@ -58,6 +62,7 @@ class ObjectWriter {
   OdbPtr loose_;                      // loose objects only: where large files are streamed
   std::vector<git_oid> new_objects_;  // what the next flush packs
   std::uint64_t pending_bytes_ = 0;
+  std::uint64_t flush_after_ = kDefaultFlushAfter;
   std::string buffer_;                // reused for small files
 };
 
