@@ -28,7 +28,8 @@ Agent::Agent(const AgentSettings& settings, Transport transport, bool pid1)
       connection_(std::move(transport), channel::Settings{}),
       rpc_([this](const std::string& text) { connection_.send_message(text); }),
       processes_(connection_, limits_, base_environment(pid1)),
-      files_(connection_) {
+      files_(connection_),
+      workspace_(connection_) {
   limits_.init(settings_, pid1_);
   sigset_t mask;
   sigemptyset(&mask);
@@ -59,6 +60,10 @@ void Agent::bind_methods() {
   rpc_.on(channel::method::kFileWrite, [this](const json& p) { return files_.write(p); });
   rpc_.on(channel::method::kFileStat, [this](const json& p) { return files_.stat(p); });
   rpc_.on(channel::method::kFileList, [this](const json& p) { return files_.list(p); });
+  rpc_.on(channel::method::kWorkspaceImport, [this](const json& p) { return workspace_.import(p); });
+  rpc_.on(channel::method::kWorkspaceCheckout, [this](const json& p) { return workspace_.checkout(p); });
+  rpc_.on(channel::method::kWorkspaceManifest, [this](const json& p) { return workspace_.manifest(p); });
+  rpc_.on(channel::method::kWorkspaceExport, [this](const json& p) { return workspace_.export_files(p); });
 }
 
 Outcome Agent::on_hello(const json& params) {
@@ -86,6 +91,7 @@ void Agent::on_session_lost(const std::string& why) {
   rpc_.set_ready(false);
   processes_.abandon_all();
   files_.abandon_all();
+  workspace_.abandon_all();
 }
 
 void Agent::drain_signals() {
@@ -105,7 +111,7 @@ void Agent::turn() {
   auto sooner = [&timeout](int ms) { timeout = timeout < 0 ? ms : std::min(timeout, ms); };
   if (connection_.state() == Connection::State::kWaiting) sooner(kWaitingPollMs);
   if (signal_fd_ < 0) sooner(50);
-  if (files_.ready()) sooner(0);
+  if (files_.ready() || workspace_.ready()) sooner(0);
 
   int n = ::poll(set.fds.data(), set.fds.size(), timeout);
   if (n < 0 && errno != EINTR) log_error(std::string("poll failed: ") + std::strerror(errno));
@@ -114,6 +120,7 @@ void Agent::turn() {
   if (signal_fd_ < 0) processes_.reap();
   connection_.check_host();
   files_.pump();
+  workspace_.pump();
   processes_.advance();
   connection_.flush();
 }

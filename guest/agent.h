@@ -15,6 +15,7 @@
 #include "guest/process_table.h"
 #include "guest/rpc_server.h"
 #include "guest/settings.h"
+#include "guest/workspace_service.h"
 
 namespace lockroom::agent {
 
@@ -39,6 +40,7 @@ class Agent {
   ProcessLimits limits_;
   ProcessTable processes_;
   FileService files_;
+  WorkspaceService workspace_;
   int signal_fd_ = -1;
 };
 

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "protocol/channel/messages.h"
 #include "server/channel/guest_channel.h"
@@ -35,6 +36,22 @@ struct ProcessEvents {
   std::function<void(OutputKind kind, std::string_view bytes)> on_output;
   std::function<void(OutputKind kind)> on_output_end;  // that stream ended (EOF, reset, or channel gone)
   std::function<void(const wire::ProcessExited& exited)> on_exit;
+};
+
+// A workspace manifest as received and checked: the agent's summary and its entries, sorted.
+struct WorkspaceManifest {
+  wire::WorkspaceManifestResult summary;  // summary.data is emptied once decoded
+  std::vector<wire::ManifestEntry> entries;
+};
+
+// One file of a workspace.export, whole. `id` is the blob id of `content` as the host computed it
+// (the agent's own claim was checked against it); compare it with the manifest's id to see
+// whether the file changed since. mode 0: the file was gone (or no longer a file) when sent.
+struct ExportedFile {
+  std::int64_t entry = 0;
+  std::uint32_t mode = 0;
+  std::string id;
+  std::string content;
 };
 
 struct AgentTimeouts {
@@ -75,6 +92,21 @@ class AgentClient {
   // Whole files of any size, through a stream with flow control. `done` gets the byte count.
   void download(const std::string& path, std::function<void(std::string_view bytes)> on_data, Done<std::int64_t> done);
   void upload(const std::string& path, std::string content, std::int64_t mode, Done<std::int64_t> done);
+
+  // --- workspace (agent_client_workspace.cpp; protocol/channel.md, "Workspace")
+  // Sends `pack` (a git packfile of the objects the guest lacks; may be empty) with
+  // workspace.import, then checks `checkout.commit` out with workspace.checkout (a sync when
+  // `checkout.base` is set). kLimitExceeded, before anything is sent, for a pack over
+  // `max_pack_bytes`; a sync that meets the guest's own conflicting edits fails with
+  // kWrongState and a message naming the files.
+  void import_workspace(const wire::WorkspaceCheckoutParams& checkout, std::string pack, std::int64_t max_pack_bytes,
+                        Done<wire::WorkspaceCheckoutResult> done);
+  // Lists the guest's workspace. Entries and sizes beyond `params.bounds`, malformed records or
+  // totals that do not add up fail the channel (a lying agent).
+  void manifest(const wire::WorkspaceManifestParams& params, Done<WorkspaceManifest> done);
+  // The content of the given entries of the latest manifest, one whole file per on_file call
+  // (in request order); `done` gets the number of files. Bounded by `params.bounds`.
+  void export_files(const wire::WorkspaceExportParams& params, std::function<void(ExportedFile file)> on_file, Done<std::int64_t> done);
 
   std::size_t tracked_processes() const { return processes_.size(); }
 

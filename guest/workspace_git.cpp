@@ -1,0 +1,157 @@
+// run_git; see workspace_git.h.
+#include "guest/workspace_git.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+extern char** environ;
+
+namespace lockroom::agent {
+
+namespace {
+
+constexpr std::size_t kMaxErr = 64u << 10;
+
+bool executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
+
+std::string find_git() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':'))
+    if (!dir.empty() && executable(dir + "/git")) return dir + "/git";
+  for (const char* known : {"/usr/bin/git", "/usr/local/bin/git", "/bin/git"})
+    if (executable(known)) return known;
+  return "git";
+}
+
+std::vector<std::string> git_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry = *e;
+    if (entry.rfind("GIT_", 0) == 0 || entry.rfind("LC_ALL=", 0) == 0) continue;  // nothing of a caller's git setup leaks in
+    env.push_back(std::move(entry));
+  }
+  for (const char* extra : {"LC_ALL=C", "GIT_PAGER=cat", "PAGER=cat", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0",
+                            "GIT_ADVICE=0"})
+    env.push_back(extra);
+  return env;
+}
+
+struct Fds {
+  int fd[2] = {-1, -1};
+  ~Fds() {
+    for (int f : fd)
+      if (f >= 0) ::close(f);
+  }
+};
+
+}  // namespace
+
+const std::string& git_program() {
+  static const std::string program = find_git();
+  return program;
+}
+
+std::string GitRun::problem() const {
+  std::string text = err;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  std::size_t nl = text.rfind('\n');
+  std::string last = nl == std::string::npos ? text : text.substr(nl + 1);
+  if (!last.empty()) return last.size() > 300 ? last.substr(0, 300) + "..." : last;
+  if (timed_out) return "git took too long and was stopped";
+  if (exit_code < 0) return "git was killed";
+  return "git exited with status " + std::to_string(exit_code);
+}
+
+Result<GitRun> run_git(const std::string& dir, const std::vector<std::string>& args, const GitOptions& options) {
+  Fds out, err;
+  if (::pipe2(out.fd, O_CLOEXEC) != 0 || ::pipe2(err.fd, O_CLOEXEC) != 0)
+    return make_error(ErrorCode::kUnavailable, std::string("cannot make pipes for git: ") + std::strerror(errno));
+  std::string input = options.stdin_path.empty() ? "/dev/null" : options.stdin_path;
+
+  std::vector<std::string> argv_text = {"git", "-c", "safe.directory=*", "-c", "core.quotePath=false"};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_text = git_environment();
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, input.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out.fd[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err.fd[1], 2);
+  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  sigaddset(&defaults, SIGCHLD);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, git_program().c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0)
+    return make_error(ErrorCode::kUnavailable, "cannot run " + git_program() + " in " + dir + ": " + std::strerror(rc) +
+                                                   " (the guest image must carry git)");
+  ::close(out.fd[1]);
+  ::close(err.fd[1]);
+  out.fd[1] = err.fd[1] = -1;
+
+  GitRun run;
+  auto deadline = std::chrono::steady_clock::now() + options.deadline;
+  bool out_open = true, err_open = true;
+  char buf[64u << 10];
+  while (out_open || err_open) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      run.timed_out = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd fds[2] = {{out_open ? out.fd[0] : -1, POLLIN, 0}, {err_open ? err.fd[0] : -1, POLLIN, 0}};
+    int n = ::poll(fds, 2, static_cast<int>(std::min<long long>(left, 1000)));
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; n > 0 && i < 2; ++i) {
+      if (!fds[i].revents) continue;
+      ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        (i == 0 ? out_open : err_open) = false;
+        continue;
+      }
+      std::string& sink = i == 0 ? run.out : run.err;
+      std::size_t limit = i == 0 ? options.max_out : kMaxErr;
+      std::size_t keep = std::min(static_cast<std::size_t>(got), limit - std::min(limit, sink.size()));
+      sink.append(buf, keep);
+      if (i == 0 && keep < static_cast<std::size_t>(got)) {
+        run.out_truncated = true;  // more than the caller can use: stop git rather than read on
+        ::kill(pid, SIGKILL);
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+}  // namespace lockroom::agent

@@ -1,0 +1,201 @@
+// build_manifest; see workspace_manifest.h.
+#include "guest/workspace_manifest.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "guest/workspace_git.h"
+
+namespace lockroom::agent {
+
+namespace channel = protocol::channel;
+
+namespace {
+
+// Whether every parent folder of `path` is a real directory (not a symlink to somewhere else).
+class ParentCheck {
+ public:
+  explicit ParentCheck(int root) : root_(root) {}
+  bool ok(const std::string& path) {
+    for (std::size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+      std::string dir = path.substr(0, slash);
+      auto it = known_.find(dir);
+      if (it == known_.end()) {
+        struct stat st{};
+        bool is_dir = ::fstatat(root_, dir.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+        it = known_.emplace(dir, is_dir).first;
+      }
+      if (!it->second) return false;
+    }
+    return true;
+  }
+
+ private:
+  int root_;
+  std::unordered_map<std::string, bool> known_;
+};
+
+std::string mib(std::int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+std::string biggest_files(std::vector<std::pair<std::int64_t, std::string>> sizes, std::size_t top = 3) {
+  std::sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (std::size_t i = 0; i < sizes.size() && i < top; ++i) out += (i ? ", " : "") + sizes[i].second + " (" + mib(sizes[i].first) + ")";
+  return out;
+}
+
+// The content of a file that kept changing while it was hashed: read once, up to `max` bytes.
+std::optional<std::string> read_once(int root, const std::string& path, std::int64_t max) {
+  int fd = ::openat(root, path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  std::string content;
+  char buf[64u << 10];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    content.append(buf, static_cast<std::size_t>(n));
+    if (static_cast<std::int64_t>(content.size()) > max) break;
+  }
+  ::close(fd);
+  return content;
+}
+
+}  // namespace
+
+std::vector<std::string> split_z(const std::string& text) {
+  std::vector<std::string> paths;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\0', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) paths.emplace_back(text, start, end - start);
+    start = end + 1;
+  }
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  return paths;
+}
+
+std::string biggest_folders(const std::vector<std::string>& paths, std::size_t top) {
+  std::map<std::string, std::size_t> counts;
+  for (const auto& p : paths) {
+    std::size_t slash = p.find('/');
+    counts[slash == std::string::npos ? std::string(".") : p.substr(0, slash)]++;
+  }
+  std::vector<std::pair<std::size_t, std::string>> ranked;
+  for (auto& [dir, n] : counts) ranked.emplace_back(n, dir);
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (std::size_t i = 0; i < ranked.size() && i < top; ++i)
+    out += (i ? ", " : "") + (ranked[i].second == "." ? std::string("the top folder") : ranked[i].second) + " (" + std::to_string(ranked[i].first) + " files)";
+  return out;
+}
+
+std::variant<Manifest, RpcError> build_manifest(const std::string& root, const channel::WorkspaceBounds& bounds, StatCache& cache) {
+  const std::string what = "workspace.manifest: " + root;
+  struct stat git_dir{};
+  if (::stat((root + "/.git").c_str(), &git_dir) != 0)
+    return make_rpc_error(channel::agent_error::kNotARepository, what + " is not a git workspace (no .git): import a snapshot first");
+
+  // Taken before anything is read: entries hashed from here on are judged against it.
+  std::int64_t started = realtime_ns();
+  GitOptions options;
+  options.max_out = static_cast<std::size_t>(std::min<std::int64_t>(bounds.max_entries * 256 + (1 << 20), 256LL << 20));
+  auto listed = run_git(root, {"ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate"}, options);
+  if (!listed) return make_rpc_error(channel::agent_error::kIoError, what + ": " + listed.error().message);
+  if (listed->out_truncated)
+    return make_rpc_error(channel::agent_error::kLimitReached, what + " lists more files than the limit of " + std::to_string(bounds.max_entries) +
+                                                                  " can hold (git's listing went over " + mib(static_cast<std::int64_t>(options.max_out)) + ")");
+  if (!listed->ok()) return make_rpc_error(channel::agent_error::kIoError, what + ": git ls-files failed: " + listed->problem());
+  std::vector<std::string> paths = split_z(listed->out);
+  if (static_cast<std::int64_t>(paths.size()) > bounds.max_entries)
+    return make_rpc_error(channel::agent_error::kLimitReached, what + " has " + std::to_string(paths.size()) + " files; the limit is " +
+                                                                  std::to_string(bounds.max_entries) + ". Most are in " + biggest_folders(paths));
+
+  int dir = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return errno_error(errno, what);
+  Manifest m;
+  ParentCheck parents(dir);
+  BlobHasher hasher;
+  std::vector<std::pair<std::int64_t, std::string>> too_big, sizes;
+  for (const auto& path : paths) {
+    struct stat st{};
+    if (path.back() == '/' || !parents.ok(path) || ::fstatat(dir, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+      m.skipped++;
+      continue;
+    }
+    channel::ManifestEntry e;
+    e.path = path;
+    std::string raw;
+    if (S_ISLNK(st.st_mode)) {
+      char target[channel::kMaxPath];
+      ssize_t n = ::readlinkat(dir, path.c_str(), target, sizeof target);
+      if (n < 0) {
+        m.skipped++;
+        continue;
+      }
+      e.mode = channel::kModeSymlink;
+      e.size = static_cast<std::uint64_t>(n);
+      hasher.begin(e.size);
+      hasher.update(std::string_view(target, static_cast<std::size_t>(n)));
+      raw = hasher.finish_raw();
+    } else {
+      StatKey key = stat_key(st);
+      if (auto hit = cache.find(path, key)) {
+        raw = *hit;
+        m.cached++;
+      } else {
+        auto hashed = hash_regular(dir, path, hasher, st);
+        if (!hashed && hashed.error().code == ErrorCode::kNotFound) {
+          m.skipped++;  // gone since git listed it
+          continue;
+        }
+        if (hashed) {
+          raw = *hashed;
+          cache.store(path, stat_key(st), raw, started);
+        } else {
+          auto content = read_once(dir, path, bounds.max_file_bytes);  // a busy writer: hash one read of it
+          if (!content) {
+            m.skipped++;
+            continue;
+          }
+          hasher.begin(content->size());
+          hasher.update(*content);
+          raw = hasher.finish_raw();
+          st.st_size = static_cast<off_t>(content->size());
+        }
+        m.hashed++;
+      }
+      e.mode = (st.st_mode & S_IXUSR) ? channel::kModeExecutable : channel::kModeFile;
+      e.size = static_cast<std::uint64_t>(st.st_size);
+      if (st.st_size > bounds.max_file_bytes) too_big.emplace_back(st.st_size, path);
+    }
+    e.id = channel::id_to_hex(raw);
+    m.bytes += static_cast<std::int64_t>(e.size);
+    sizes.emplace_back(static_cast<std::int64_t>(e.size), path);
+    m.entries.push_back(std::move(e));
+  }
+  ::close(dir);
+  if (!too_big.empty())
+    return make_rpc_error(channel::agent_error::kTooLarge, what + ": " + std::to_string(too_big.size()) + " file(s) are over the limit of " +
+                                                               mib(bounds.max_file_bytes) + " per file: " + biggest_files(too_big));
+  if (m.bytes > bounds.max_total_bytes)
+    return make_rpc_error(channel::agent_error::kTooLarge, what + " holds " + mib(m.bytes) + " in " + std::to_string(m.entries.size()) +
+                                                               " files; the limit is " + mib(bounds.max_total_bytes) + ". The biggest: " + biggest_files(sizes));
+  return m;
+}
+
+}  // namespace lockroom::agent

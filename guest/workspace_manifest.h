@@ -1,0 +1,39 @@
+// Building a workspace manifest: the files `git add -A` would take, with their modes and blob ids.
+//
+// The guest's git lists the candidates (`git ls-files -z --cached --others --exclude-standard`:
+// tracked files plus untracked ones that .gitignore, .git/info/exclude and core.excludesFile do
+// not exclude); the agent then looks at each itself: a regular file is hashed (or its id taken
+// from the stat cache), a symlink's blob is its target, anything else (a deleted tracked file, a
+// directory such as a nested repository, a FIFO) is skipped, and so is any path below a parent
+// that is no longer a real directory. Bounds the host declared are checked and a refusal names
+// the biggest offenders. Blocking; loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "guest/errors.h"
+#include "guest/workspace_hash.h"
+#include "protocol/channel/messages.h"
+
+namespace lockroom::agent {
+
+struct Manifest {
+  std::vector<protocol::channel::ManifestEntry> entries;  // sorted by path bytes
+  std::int64_t bytes = 0;
+  std::int64_t hashed = 0;
+  std::int64_t cached = 0;
+  std::int64_t skipped = 0;
+};
+
+std::variant<Manifest, RpcError> build_manifest(const std::string& root, const protocol::channel::WorkspaceBounds& bounds, StatCache& cache);
+
+// Splits git's -z output into sorted, unique paths.
+std::vector<std::string> split_z(const std::string& text);
+
+// "src (120 files), docs (14 files), ..." for the top-level folders holding the most paths.
+std::string biggest_folders(const std::vector<std::string>& paths, std::size_t top = 3);
+
+}  // namespace lockroom::agent

@@ -1,0 +1,161 @@
+// The workspace.* methods; see workspace_service.h.
+#include "guest/workspace_service.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "guest/workspace_checkout.h"
+#include "guest/workspace_git.h"
+#include "guest/workspace_manifest.h"
+#include "protocol/channel/messages.h"
+
+namespace lockroom::agent {
+
+namespace channel = protocol::channel;
+namespace agent_error = channel::agent_error;
+
+namespace {
+
+std::optional<RpcError> make_dirs(const std::string& path) {
+  for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    std::string dir = path.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return errno_error(errno, "workspace.import: creating " + dir);
+    if (slash == std::string::npos) break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+WorkspaceService::WorkspaceService(Connection& connection) : connection_(connection) {}
+WorkspaceService::~WorkspaceService() = default;
+
+WorkspaceService::Workspace& WorkspaceService::workspace(const std::string& path, std::size_t cache_entries) {
+  auto it = workspaces_.find(path);
+  if (it != workspaces_.end()) return *it->second;
+  if (workspaces_.size() >= kMaxWorkspaces) workspaces_.erase(workspaces_.begin());  // a cache: forgetting one costs only time
+  return *workspaces_.emplace(path, std::make_unique<Workspace>(cache_entries)).first->second;
+}
+
+Outcome WorkspaceService::start(std::unique_ptr<WorkspaceTransfer> transfer, const char* method, std::uint32_t& stream) {
+  if (transfers_.size() >= kMaxTransfers)
+    return make_rpc_error(agent_error::kLimitReached, std::string(method) + ": " + std::to_string(transfers_.size()) + " workspace transfers are already running");
+  auto opened = connection_.open_stream(transfer.get());
+  if (!opened) return make_rpc_error(agent_error::kLimitReached, std::string(method) + ": " + opened.error().message);
+  stream = *opened;
+  transfer->set_stream(stream);
+  transfers_[stream] = std::move(transfer);
+  return json();
+}
+
+Outcome WorkspaceService::import(const json& params) {
+  auto p = channel::parse_workspace_import_params(params);
+  if (!p) return invalid_params(p.error());
+  if (auto error = make_dirs(p->path)) return *error;
+  channel::WorkspaceImportResult result;
+  struct stat st{};
+  if (::stat((p->path + "/.git").c_str(), &st) != 0) {
+    auto init = run_git(p->path, {"init", "-q"});
+    if (!init) return make_rpc_error(agent_error::kIoError, "workspace.import: " + init.error().message);
+    if (!init->ok()) return make_rpc_error(agent_error::kIoError, "workspace.import: git init in " + p->path + " failed: " + init->problem());
+    result.created = true;
+  }
+  std::string temp = p->path + "/.git/lockroom-import-" + std::to_string(::getpid()) + "-" + std::to_string(next_import_++) + ".pack";
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return errno_error(errno, "workspace.import: " + temp);
+  auto receiver = std::make_unique<PackReceiver>(connection_, p->path, temp, fd, p->size);
+  auto started = start(std::move(receiver), channel::method::kWorkspaceImport, result.stream);
+  if (std::holds_alternative<RpcError>(started)) return started;  // the receiver removed its file
+  return channel::to_json(result);
+}
+
+Outcome WorkspaceService::checkout(const json& params) {
+  auto p = channel::parse_workspace_checkout_params(params);
+  if (!p) return invalid_params(p.error());
+  return checkout_workspace(*p);
+}
+
+Outcome WorkspaceService::manifest(const json& params) {
+  auto p = channel::parse_workspace_manifest_params(params);
+  if (!p) return invalid_params(p.error());
+  Workspace& ws = workspace(p->path, static_cast<std::size_t>(p->bounds.max_entries));
+  auto built = build_manifest(p->path, p->bounds, ws.cache);
+  if (auto* error = std::get_if<RpcError>(&built)) return *error;
+  Manifest& m = std::get<Manifest>(built);
+
+  channel::WorkspaceManifestResult result;
+  result.manifest = next_manifest_++;
+  result.entries = static_cast<std::int64_t>(m.entries.size());
+  result.bytes = m.bytes;
+  result.hashed = m.hashed;
+  result.cached = m.cached;
+  result.skipped = m.skipped;
+  std::string body;
+  ws.paths.clear();
+  for (auto& e : m.entries) {
+    channel::append_manifest_record(body, e);
+    ws.paths.push_back(std::move(e.path));
+  }
+  ws.manifest = result.manifest;
+  result.body = static_cast<std::int64_t>(body.size());
+  if (body.size() <= channel::kMaxInlineManifest) {
+    result.data = std::move(body);
+    return channel::to_json(result);
+  }
+  auto started = start(std::make_unique<BufferSender>(connection_, std::move(body)), channel::method::kWorkspaceManifest, result.stream);
+  if (std::holds_alternative<RpcError>(started)) return started;
+  return channel::to_json(result);
+}
+
+Outcome WorkspaceService::export_files(const json& params) {
+  auto p = channel::parse_workspace_export_params(params);
+  if (!p) return invalid_params(p.error());
+  const std::string what = "workspace.export: " + p->path;
+  auto it = workspaces_.find(p->path);
+  if (it == workspaces_.end() || it->second->manifest == 0)
+    return make_rpc_error(agent_error::kNotFound, what + " has no manifest; call workspace.manifest first");
+  Workspace& ws = *it->second;
+  if (ws.manifest != p->manifest)
+    return make_rpc_error(agent_error::kNotFound, what + ": manifest " + std::to_string(p->manifest) + " is not the latest (" +
+                                                      std::to_string(ws.manifest) + "); take a new manifest");
+  std::vector<ExportSender::Item> items;
+  for (std::int64_t index : p->entries) {
+    if (index >= static_cast<std::int64_t>(ws.paths.size()))
+      return make_rpc_error(protocol::rpc_error::kInvalidParams, "invalid params: \"entries\" names entry " + std::to_string(index) +
+                                                                      " of a manifest with " + std::to_string(ws.paths.size()));
+    items.push_back({static_cast<std::uint32_t>(index), ws.paths[static_cast<std::size_t>(index)]});
+  }
+  int dir = ::open(p->path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return errno_error(errno, what);
+  channel::WorkspaceExportResult result;
+  result.count = static_cast<std::int64_t>(items.size());
+  auto started = start(std::make_unique<ExportSender>(connection_, dir, std::move(items)), channel::method::kWorkspaceExport, result.stream);
+  if (std::holds_alternative<RpcError>(started)) return started;
+  return channel::to_json(result);
+}
+
+void WorkspaceService::pump() {
+  for (auto it = transfers_.begin(); it != transfers_.end();) {
+    it->second->pump();
+    if (it->second->done()) {
+      it = transfers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool WorkspaceService::ready() const {
+  return std::any_of(transfers_.begin(), transfers_.end(), [](const auto& t) { return t.second->ready() || t.second->done(); });
+}
+
+void WorkspaceService::abandon_all() {
+  for (auto& [id, transfer] : transfers_) transfer->on_stream_reset(id, channel::reset_code::kCancelled, "session lost");
+  transfers_.clear();
+}
+
+}  // namespace lockroom::agent

@@ -1,0 +1,62 @@
+// WorkspaceService: the workspace.* methods (protocol/channel.md, "Workspace").
+//
+//   import    makes the workspace a git repository if it is not one (`git init`), opens a stream
+//             and takes a pack on it (PackReceiver); the stream's CLOSE says the objects are in.
+//   checkout  puts a commit into the worktree (workspace_checkout.h): first time, or a sync.
+//   manifest  lists the workspace as `git add -A` would take it (workspace_manifest.h), inline
+//             when small, on a stream otherwise; remembered as the workspace's latest manifest.
+//   export    sends chosen entries of the latest manifest as records on a stream.
+//
+// Each workspace path keeps a stat cache (so a second manifest re-hashes only what changed) and
+// its latest manifest's paths; at most kMaxWorkspaces paths are remembered. Git runs and hashing
+// are done inside the call (the loop waits); streams move with the loop. Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "guest/connection.h"
+#include "guest/errors.h"
+#include "guest/workspace_hash.h"
+#include "guest/workspace_transfers.h"
+
+namespace lockroom::agent {
+
+class WorkspaceService {
+ public:
+  static constexpr std::size_t kMaxTransfers = 16;
+  static constexpr std::size_t kMaxWorkspaces = 8;
+
+  explicit WorkspaceService(Connection& connection);
+  ~WorkspaceService();
+
+  Outcome import(const json& params);
+  Outcome checkout(const json& params);
+  Outcome manifest(const json& params);
+  Outcome export_files(const json& params);
+
+  void pump();
+  bool ready() const;
+  void abandon_all();
+
+ private:
+  struct Workspace {
+    explicit Workspace(std::size_t cache_entries) : cache(cache_entries) {}
+    StatCache cache;
+    std::int64_t manifest = 0;
+    std::vector<std::string> paths;  // of that manifest
+  };
+  Workspace& workspace(const std::string& path, std::size_t cache_entries);
+  Outcome start(std::unique_ptr<WorkspaceTransfer> transfer, const char* method, std::uint32_t& stream);
+
+  Connection& connection_;
+  std::map<std::string, std::unique_ptr<Workspace>> workspaces_;
+  std::map<std::uint32_t, std::unique_ptr<WorkspaceTransfer>> transfers_;
+  std::int64_t next_manifest_ = 1;
+  std::uint64_t next_import_ = 1;
+};
+
+}  // namespace lockroom::agent

@@ -1,0 +1,537 @@
+// The workspace end to end: a pack made by the host's git goes into a temp workspace through the
+// real lockroom-agent, manifests are checked against `git hash-object`, exports against the
+// files, syncs move the worktree (or are refused, changing nothing); and a scripted lying agent
+// whose manifest breaks the host's bounds fails the channel. Also the record codecs on their own.
+#include <catch2/catch.hpp>
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "protocol/channel/base64.h"
+#include "tests/fakes/lying_agent.h"
+#include "tests/unit/channel/channel_harness.h"
+
+using namespace lockroom;
+using namespace lockroom::testing;
+namespace wire = lockroom::protocol::channel;
+namespace fs = std::filesystem;
+using lockroom::channel::AgentClient;
+using protocol::json;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "lockroom-workspace-XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// The host's git, isolated from this machine's configuration, with fixed identities.
+std::string sh(const std::string& command) {
+  std::string full = "env GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com "
+                     "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com sh -c '" + command + "' 2>&1";
+  FILE* pipe = ::popen(full.c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  int status = ::pclose(pipe);
+  INFO(command << "\n" << out);
+  REQUIRE(status == 0);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+void write(const fs::path& path, const std::string& content) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+template <typename T>
+Result<T> wait_for(AgentHarness& h, std::function<void(AgentClient::Done<T>)> call) {
+  std::optional<Result<T>> got;
+  call([&](Result<T> r) { got.emplace(std::move(r)); });
+  REQUIRE(h.loop.run_until([&] { return got.has_value(); }, 60s));
+  return std::move(*got);
+}
+
+// A source repository on the host and a workspace path for the guest, both temporary.
+struct World {
+  TempDir dir;
+  fs::path src = dir.path / "src";
+  fs::path ws = dir.path / "guest" / "workspace";
+  std::string q(const fs::path& p) const { return "\"" + p.string() + "\""; }
+
+  std::string commit(const std::string& message) {
+    sh("cd " + q(src) + " && git add -A && git commit -q -m " + message);
+    return sh("git -C " + q(src) + " rev-parse HEAD");
+  }
+  // A pack of what `tip` has and `have` does not.
+  std::string pack(const std::string& tip, const std::string& have = "") {
+    fs::path file = dir.path / "pack";
+    sh("cd " + q(src) + " && git rev-list --objects " + tip + (have.empty() ? "" : " ^" + have) +
+       " | git pack-objects -q --stdout > " + q(file));
+    return slurp(file);
+  }
+  wire::WorkspaceCheckoutParams checkout(const std::string& commit, std::optional<std::string> base = std::nullopt) const {
+    wire::WorkspaceCheckoutParams p;
+    p.path = ws.string();
+    p.commit = commit;
+    p.base = std::move(base);
+    return p;
+  }
+  std::string hash_object(const std::string& rel) { return sh("git hash-object " + q(ws / rel)); }
+  std::string status() { return sh("git -C " + q(ws) + " status --porcelain"); }
+};
+
+// The first commit of every test: a file, an executable, a symlink, a folder and a .gitignore.
+std::string seed(World& w) {
+  sh("git init -q -b main " + w.q(w.src));
+  write(w.src / "a.txt", "alpha\n");
+  write(w.src / "tool.sh", "#!/bin/sh\necho tool\n");
+  fs::permissions(w.src / "tool.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec, fs::perm_options::add);
+  fs::create_symlink("a.txt", w.src / "link");
+  write(w.src / "dir" / "b.txt", "bravo\n");
+  write(w.src / ".gitignore", "*.log\nbuild/\n");
+  return w.commit("first");
+}
+
+Result<wire::WorkspaceCheckoutResult> import(AgentHarness& h, World& w, const wire::WorkspaceCheckoutParams& p, std::string pack) {
+  return wait_for<wire::WorkspaceCheckoutResult>(h, [&](auto done) { h.client->import_workspace(p, std::move(pack), 64 << 20, done); });
+}
+
+Result<channel::WorkspaceManifest> manifest(AgentHarness& h, World& w) {
+  wire::WorkspaceManifestParams p;
+  p.path = w.ws.string();
+  return wait_for<channel::WorkspaceManifest>(h, [&](auto done) { h.client->manifest(p, done); });
+}
+
+const wire::ManifestEntry* find(const channel::WorkspaceManifest& m, const std::string& path) {
+  for (const auto& e : m.entries)
+    if (e.path == path) return &e;
+  return nullptr;
+}
+
+// Files written in this moment are "racily clean" and never cached; the cache tests wait them out.
+void let_clock_pass() { std::this_thread::sleep_for(std::chrono::nanoseconds(2 * 100'000'000LL)); }
+
+}  // namespace
+
+TEST_CASE("agent workspace: import checks a pack out with modes and symlinks, git status clean", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  AgentHarness h;
+  auto done = import(h, w, w.checkout(c1), w.pack(c1));
+  REQUIRE(done);
+  CHECK(done->commit == c1);
+  CHECK(done->branch == "main");
+  CHECK(done->branch_moved);
+  CHECK(done->files == 5);
+  CHECK(slurp(w.ws / "a.txt") == "alpha\n");
+  CHECK(slurp(w.ws / "dir" / "b.txt") == "bravo\n");
+  CHECK((fs::status(w.ws / "tool.sh").permissions() & fs::perms::owner_exec) != fs::perms::none);
+  CHECK((fs::status(w.ws / "a.txt").permissions() & fs::perms::owner_exec) == fs::perms::none);
+  REQUIRE(fs::is_symlink(w.ws / "link"));
+  CHECK(fs::read_symlink(w.ws / "link") == "a.txt");
+  CHECK(w.status().empty());
+  CHECK(sh("git -C " + w.q(w.ws) + " rev-parse HEAD") == c1);
+  CHECK(sh("git -C " + w.q(w.ws) + " symbolic-ref HEAD") == "refs/heads/main");
+  CHECK(fs::is_empty(w.ws / ".git" / "objects" / "pack") == false);
+  for (const auto& entry : fs::directory_iterator(w.ws / ".git")) CHECK(entry.path().extension() != ".pack");  // temp pack removed
+
+  // A second first-time checkout is a mistake the agent names.
+  auto again = wait_for<wire::WorkspaceCheckoutResult>(h, [&](auto d) { h.client->import_workspace(w.checkout(c1), "", 1 << 20, d); });
+  REQUIRE_FALSE(again);
+  CHECK_THAT(again.error().message, Catch::Contains("already has commit " + c1) && Catch::Contains("pass \"base\""));
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
+}
+
+TEST_CASE("agent workspace: a pack that is corrupt, too big or for a missing commit is refused", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  AgentHarness h;
+  std::string pack = w.pack(c1);
+  std::string broken = pack;
+  broken[broken.size() / 2] ^= 0x5a;
+  auto corrupt = import(h, w, w.checkout(c1), broken);
+  REQUIRE_FALSE(corrupt);
+  CHECK_THAT(corrupt.error().message, Catch::Contains("git index-pack refused the pack"));
+
+  auto too_big = wait_for<wire::WorkspaceCheckoutResult>(h, [&](auto d) { h.client->import_workspace(w.checkout(c1), pack, 100, d); });
+  REQUIRE_FALSE(too_big);
+  CHECK(too_big.error().code == ErrorCode::kLimitExceeded);
+  CHECK_THAT(too_big.error().message, Catch::Contains("the limit is 100"));
+
+  auto missing = import(h, w, w.checkout(std::string(40, 'e')), "");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == ErrorCode::kNotFound);
+  CHECK_THAT(missing.error().message, Catch::Contains("commit eeeeeeeeee") && Catch::Contains("not in the workspace's object store"));
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
+}
+
+TEST_CASE("agent workspace: manifest sees edits as git add -A would, and export returns the bytes", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  AgentHarness h;
+  REQUIRE(import(h, w, w.checkout(c1), w.pack(c1)));
+
+  write(w.ws / "a.txt", "alpha, edited\n");
+  fs::permissions(w.ws / "a.txt", fs::perms::owner_exec, fs::perm_options::add);
+  fs::remove(w.ws / "dir" / "b.txt");
+  write(w.ws / "new" / "c.bin", std::string("\0\1\2binary\xff", 10));
+  fs::create_symlink("../a.txt", w.ws / "new" / "up");
+  write(w.ws / "debug.log", "ignored\n");
+  write(w.ws / "build" / "out.o", "ignored too\n");
+  fs::create_directories(w.ws / "empty");
+
+  auto m = manifest(h, w);
+  REQUIRE(m);
+  std::vector<std::string> paths;
+  for (const auto& e : m->entries) paths.push_back(e.path);
+  CHECK(paths == std::vector<std::string>{".gitignore", "a.txt", "link", "new/c.bin", "new/up", "tool.sh"});
+  CHECK(m->summary.entries == 6);
+  CHECK(m->summary.stream == 0);  // small: inline
+  REQUIRE(find(*m, "a.txt"));
+  CHECK(find(*m, "a.txt")->mode == wire::kModeExecutable);
+  CHECK(find(*m, "a.txt")->id == w.hash_object("a.txt"));
+  CHECK(find(*m, "a.txt")->size == 14);
+  CHECK(find(*m, "tool.sh")->mode == wire::kModeExecutable);
+  CHECK(find(*m, "new/c.bin")->mode == wire::kModeFile);
+  CHECK(find(*m, "new/c.bin")->id == w.hash_object("new/c.bin"));
+  CHECK(find(*m, "link")->mode == wire::kModeSymlink);
+  CHECK(find(*m, "link")->id == sh("printf a.txt | git hash-object --stdin"));
+  CHECK(find(*m, "new/up")->id == sh("printf ../a.txt | git hash-object --stdin"));
+  CHECK(find(*m, "new/up")->size == 8);
+  std::int64_t total = 0;
+  for (const auto& e : m->entries) total += static_cast<std::int64_t>(e.size);
+  CHECK(m->summary.bytes == total);
+
+  wire::WorkspaceExportParams x;
+  x.path = w.ws.string();
+  x.manifest = m->summary.manifest;
+  std::vector<std::int64_t> wanted = {3, 1, 4};  // new/c.bin, a.txt, new/up
+  x.entries = wanted;
+  fs::remove(w.ws / "tool.sh");                   // gone after the manifest: mode 0
+  x.entries.push_back(5);
+  std::vector<channel::ExportedFile> files;
+  auto sent = wait_for<std::int64_t>(h, [&](auto d) { h.client->export_files(x, [&](channel::ExportedFile f) { files.push_back(std::move(f)); }, d); });
+  REQUIRE(sent);
+  CHECK(*sent == 4);
+  REQUIRE(files.size() == 4);
+  CHECK(files[0].entry == 3);
+  CHECK(files[0].content == slurp(w.ws / "new" / "c.bin"));
+  CHECK(files[0].id == m->entries[3].id);
+  CHECK(files[1].content == "alpha, edited\n");
+  CHECK(files[1].mode == wire::kModeExecutable);
+  CHECK(files[2].content == "../a.txt");
+  CHECK(files[2].mode == wire::kModeSymlink);
+  CHECK(files[3].mode == 0);
+  CHECK(files[3].content.empty());
+
+  x.manifest = m->summary.manifest + 7;
+  auto stale = wait_for<std::int64_t>(h, [&](auto d) { h.client->export_files(x, nullptr, d); });
+  REQUIRE_FALSE(stale);
+  CHECK_THAT(stale.error().message, Catch::Contains("is not the latest"));
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
+}
+
+TEST_CASE("agent workspace: a second manifest re-hashes only the file that changed", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  // Enough long names for a manifest body over the inline bound (64 KiB), so it comes on a stream.
+  auto name = [](int i) { return "many/" + std::string(220, 'n') + std::to_string(i); };
+  for (int i = 0; i < 300; ++i) write(w.src / name(i), "file " + std::to_string(i) + "\n");
+  c1 = w.commit("more");
+  AgentHarness h;
+  REQUIRE(import(h, w, w.checkout(c1), w.pack(c1)));
+  let_clock_pass();
+
+  auto first = manifest(h, w);
+  REQUIRE(first);
+  CHECK(first->summary.entries == 305);
+  CHECK(first->summary.hashed == 304);  // every regular file; the symlink is not a file
+  CHECK(first->summary.cached == 0);
+  CHECK(first->summary.stream != 0);   // over the inline bound: sent on a stream
+
+  auto second = manifest(h, w);
+  REQUIRE(second);
+  CHECK(second->summary.hashed == 0);
+  CHECK(second->summary.cached == 304);
+  CHECK(second->entries.size() == first->entries.size());
+
+  write(w.ws / name(7), "changed, same folder\n");
+  auto third = manifest(h, w);
+  REQUIRE(third);
+  CHECK(third->summary.hashed == 1);
+  CHECK(third->summary.cached == 303);
+  REQUIRE(find(*third, name(7)));
+  CHECK(find(*third, name(7))->id == w.hash_object(name(7)));
+  CHECK(find(*third, name(8))->id == find(*first, name(8))->id);
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
+}
+
+TEST_CASE("agent workspace: a sync moves the worktree and keeps the guest's own edits", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  AgentHarness h;
+  REQUIRE(import(h, w, w.checkout(c1), w.pack(c1)));
+
+  write(w.ws / "tool.sh", "#!/bin/sh\necho edited in the guest\n");   // a local edit the host did not touch
+  write(w.ws / "notes.md", "the agent's notes\n");                    // an untracked file
+  write(w.src / "dir" / "b.txt", "bravo, from the host\n");
+  write(w.src / "c.txt", "charlie\n");
+  fs::remove(w.src / "link");
+  std::string c2 = w.commit("host-edits");
+
+  auto synced = import(h, w, w.checkout(c2, c1), w.pack(c2, c1));
+  REQUIRE(synced);
+  CHECK(synced->branch_moved);
+  CHECK(slurp(w.ws / "dir" / "b.txt") == "bravo, from the host\n");
+  CHECK(slurp(w.ws / "c.txt") == "charlie\n");
+  CHECK_FALSE(fs::exists(fs::symlink_status(w.ws / "link")));
+  CHECK(slurp(w.ws / "tool.sh") == "#!/bin/sh\necho edited in the guest\n");
+  CHECK(slurp(w.ws / "notes.md") == "the agent's notes\n");
+  CHECK(sh("git -C " + w.q(w.ws) + " rev-parse main") == c2);
+  CHECK(w.status() == " M tool.sh\n?? notes.md");
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
+}
+
+TEST_CASE("agent workspace: a sync that meets conflicting guest edits is refused and changes nothing", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  AgentHarness h;
+  REQUIRE(import(h, w, w.checkout(c1), w.pack(c1)));
+
+  write(w.ws / "a.txt", "alpha, the guest's version\n");
+  write(w.ws / "d.txt", "the guest made d.txt\n");
+  write(w.src / "a.txt", "alpha, the host's version\n");
+  write(w.src / "d.txt", "the host made d.txt too\n");
+  write(w.src / "e.txt", "echo\n");
+  std::string c2 = w.commit("conflicting");
+  std::string status_before = w.status();
+
+  auto refused = import(h, w, w.checkout(c2, c1), w.pack(c2, c1));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == ErrorCode::kWrongState);
+  CHECK_THAT(refused.error().message, Catch::Contains("conflict") && Catch::Contains("a.txt") && Catch::Contains("d.txt") &&
+                                          Catch::Contains("nothing was changed"));
+  CHECK(slurp(w.ws / "a.txt") == "alpha, the guest's version\n");
+  CHECK(slurp(w.ws / "d.txt") == "the guest made d.txt\n");
+  CHECK_FALSE(fs::exists(w.ws / "e.txt"));
+  CHECK(sh("git -C " + w.q(w.ws) + " rev-parse main") == c1);
+  CHECK(w.status() == status_before);
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
+}
+
+TEST_CASE("agent workspace: manifest bounds are refused by the agent with the biggest offenders", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  AgentHarness h;
+  REQUIRE(import(h, w, w.checkout(c1), w.pack(c1)));
+  write(w.ws / "big.bin", std::string(5000, 'b'));
+  wire::WorkspaceManifestParams p;
+  p.path = w.ws.string();
+  p.bounds.max_file_bytes = 4096;
+  auto too_big = wait_for<channel::WorkspaceManifest>(h, [&](auto d) { h.client->manifest(p, d); });
+  REQUIRE_FALSE(too_big);
+  CHECK(too_big.error().code == ErrorCode::kLimitExceeded);
+  CHECK_THAT(too_big.error().message, Catch::Contains("1 file(s) are over the limit") && Catch::Contains("big.bin"));
+  p.bounds = {};
+  p.bounds.max_entries = 3;
+  auto too_many = wait_for<channel::WorkspaceManifest>(h, [&](auto d) { h.client->manifest(p, d); });
+  REQUIRE_FALSE(too_many);
+  CHECK_THAT(too_many.error().message, Catch::Contains("has 6 files; the limit is 3") && Catch::Contains("the top folder (5 files), dir (1 files)"));
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
+}
+
+// ---- a lying agent
+
+namespace {
+
+// A GuestChannel and AgentClient facing the scripted LyingAgent.
+struct Liar {
+  Loop loop;
+  std::unique_ptr<channel::GuestChannel> channel;
+  std::unique_ptr<LyingAgent> agent;
+  std::unique_ptr<AgentClient> client;
+  std::optional<Error> failure;
+  bool ready = false;
+
+  Liar() {
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    agent = std::make_unique<LyingAgent>(loop.get(), sv[1]);
+    channel = std::make_unique<channel::GuestChannel>(loop.get());
+    REQUIRE(channel->start(
+        sv[0], [this](Result<wire::HelloResult> r) { r ? void(ready = true) : void(failure = r.error()); },
+        [this](const Error& e) { failure = e; }));
+    REQUIRE(loop.run_until([&] { return ready || failure; }));
+    client = std::make_unique<AgentClient>(*channel);
+  }
+  int finish() {
+    client.reset();
+    bool closed = false, agent_closed = false;
+    channel->close([&] { closed = true; });
+    agent->close([&] { agent_closed = true; });
+    loop.run_until([&] { return closed && agent_closed; }, 5s);
+    channel.reset();
+    agent.reset();
+    return loop.finish();
+  }
+};
+
+std::string record(const std::string& path, std::uint64_t size, std::uint32_t mode = wire::kModeFile) {
+  std::string out;
+  wire::append_manifest_record(out, wire::ManifestEntry{path, mode, std::string(40, 'a'), size});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("lying agent: a manifest over the host's bounds fails the channel", "[channel][hostile][workspace]") {
+  SECTION("more entries announced than the host allows") {
+    Liar t;
+    t.agent->on_request([](LyingAgent& a, const protocol::Request& r) {
+      a.reply(r.id, json{{"manifest", 1}, {"entries", 5000000}, {"bytes", 0}, {"hashed", 0}, {"cached", 0}, {"skipped", 0}, {"body", 0}, {"data", ""}});
+    });
+    std::optional<Result<channel::WorkspaceManifest>> got;
+    t.client->manifest(wire::WorkspaceManifestParams{}, [&](Result<channel::WorkspaceManifest> r) { got.emplace(std::move(r)); });
+    REQUIRE(t.loop.run_until([&] { return t.failure.has_value() && got.has_value(); }));
+    CHECK_THAT(t.failure->message, Catch::Contains("malformed reply to workspace.manifest") && Catch::Contains("\"entries\""));
+    REQUIRE_FALSE(*got);
+    CHECK(t.finish() == 0);
+  }
+  SECTION("a streamed manifest with more records than announced") {
+    Liar t;
+    std::string body = record("a", 1) + record("b", 1);
+    t.agent->on_request([&](LyingAgent& a, const protocol::Request& r) {
+      std::uint32_t s = a.open_stream();
+      a.reply(r.id, json{{"manifest", 1}, {"entries", 2}, {"bytes", 2}, {"hashed", 2}, {"cached", 0}, {"skipped", 0},
+                         {"body", body.size()}, {"stream", s}});
+      a.send_data(s, body + record("c", 1));  // one more than announced
+    });
+    std::optional<Result<channel::WorkspaceManifest>> got;
+    t.client->manifest(wire::WorkspaceManifestParams{}, [&](Result<channel::WorkspaceManifest> r) { got.emplace(std::move(r)); });
+    REQUIRE(t.loop.run_until([&] { return t.failure.has_value() && got.has_value(); }));
+    CHECK_THAT(t.failure->message, Catch::Contains("workspace.manifest: the manifest is longer than the " + std::to_string(body.size()) + " bytes announced"));
+    REQUIRE_FALSE(*got);
+    CHECK(got->error().code == ErrorCode::kUnavailable);
+    CHECK(t.finish() == 0);
+  }
+  SECTION("a file larger than the host accepts") {
+    Liar t;
+    std::string body = record("huge", 1ull << 40);
+    t.agent->on_request([&](LyingAgent& a, const protocol::Request& r) {
+      a.reply(r.id, json{{"manifest", 1}, {"entries", 1}, {"bytes", 1}, {"hashed", 1}, {"cached", 0}, {"skipped", 0},
+                         {"body", body.size()}, {"data", wire::base64_encode(body)}});
+    });
+    std::optional<Result<channel::WorkspaceManifest>> got;
+    t.client->manifest(wire::WorkspaceManifestParams{}, [&](Result<channel::WorkspaceManifest> r) { got.emplace(std::move(r)); });
+    REQUIRE(t.loop.run_until([&] { return t.failure.has_value() && got.has_value(); }));
+    CHECK_THAT(t.failure->message, Catch::Contains("\"huge\" is 1099511627776 bytes; the limit is 268435456"));
+    CHECK(t.finish() == 0);
+  }
+}
+
+// ---- the record codecs alone
+
+TEST_CASE("workspace records: manifest decoder checks paths, order, modes and totals", "[channel][workspace]") {
+  wire::WorkspaceBounds bounds;
+  auto decode = [&](const std::string& body, std::int64_t entries, std::int64_t bytes) {
+    wire::WorkspaceManifestResult announced;
+    announced.entries = entries;
+    announced.bytes = bytes;
+    announced.body = static_cast<std::int64_t>(body.size());
+    wire::ManifestDecoder d(announced, bounds);
+    // Fed a byte at a time: records split anywhere must decode the same.
+    for (char c : body)
+      if (auto fed = d.feed(std::string_view(&c, 1)); !fed) return Result<std::vector<wire::ManifestEntry>>(fed.error());
+    return d.finish();
+  };
+  auto good = decode(record("a/b", 3) + record("a/c", 4, wire::kModeSymlink), 2, 7);
+  REQUIRE(good);
+  CHECK((*good)[1].path == "a/c");
+  CHECK((*good)[1].mode == wire::kModeSymlink);
+  CHECK((*good)[0].id == std::string(40, 'a'));
+
+  auto message = [&](const std::string& body, std::int64_t entries, std::int64_t bytes) {
+    auto r = decode(body, entries, bytes);
+    REQUIRE_FALSE(r);
+    return r.error().message;
+  };
+  CHECK_THAT(message(record("../x", 1), 1, 1), Catch::Contains("has a \"..\" component"));
+  CHECK_THAT(message(record("sub/.GIT/config", 1), 1, 1), Catch::Contains("inside a .git folder"));
+  CHECK_THAT(message(record("/etc/passwd", 1), 1, 1), Catch::Contains("is absolute"));
+  CHECK_THAT(message(record("b", 1) + record("a", 1), 2, 2), Catch::Contains("out of order"));
+  CHECK_THAT(message(record("a", 1) + record("a", 1), 2, 2), Catch::Contains("sorted and unique"));
+  CHECK_THAT(message(record("a", 1, 0100600), 1, 1), Catch::Contains("mode 100600"));
+  CHECK_THAT(message(record("a", 5000, wire::kModeSymlink), 1, 5000), Catch::Contains("the limit is 4096"));
+  CHECK_THAT(message(record("a", 1), 1, 2), Catch::Contains("holds 1 entries of 1 bytes, but announced 1 entries of 2 bytes"));
+  std::string cut = record("a", 1);
+  cut.pop_back();
+  CHECK_THAT(message(cut, 1, 1), Catch::Contains("ended after"));
+}
+
+TEST_CASE("workspace records: export decoder follows the requested order and the bounds", "[channel][workspace]") {
+  wire::WorkspaceBounds bounds;
+  bounds.max_file_bytes = 10;
+  bounds.max_total_bytes = 15;
+  std::string got;
+  wire::ExportDecoder::Sink sink;
+  sink.on_body = [&](std::string_view b) { got.append(b); };
+  sink.on_trailer = [](const std::string& id) -> Result<void> {
+    if (id == std::string(40, 'f')) return make_error(ErrorCode::kInvalidInput, "claims a bad id");
+    return {};
+  };
+  auto rec = [](std::uint32_t entry, std::uint32_t mode, const std::string& bytes, char id = '\0') {
+    std::string out;
+    wire::append_export_header(out, entry, mode, bytes.size());
+    return out + bytes + std::string(20, id);
+  };
+  {
+    wire::ExportDecoder d({4, 2}, bounds, sink);
+    REQUIRE(d.feed(rec(4, wire::kModeFile, "hello") + rec(2, 0, "")));
+    CHECK(d.finish());
+    CHECK(got == "hello");
+  }
+  auto error = [&](std::vector<std::int64_t> wanted, const std::string& bytes) {
+    wire::ExportDecoder d(std::move(wanted), bounds, sink);
+    auto fed = d.feed(bytes);
+    if (fed) fed = d.finish();
+    REQUIRE_FALSE(fed);
+    return fed.error().message;
+  };
+  CHECK_THAT(error({1}, rec(2, wire::kModeFile, "x")), Catch::Contains("is for manifest entry 2, but entry 1 was due"));
+  CHECK_THAT(error({1}, rec(1, wire::kModeFile, std::string(11, 'x'))), Catch::Contains("announces 11 bytes; the limit is 10"));
+  CHECK_THAT(error({1, 2}, rec(1, wire::kModeFile, std::string(8, 'x')) + rec(2, wire::kModeFile, std::string(8, 'x'))),
+             Catch::Contains("over its limit of 15 bytes"));
+  CHECK_THAT(error({1}, rec(1, 0, "x")), Catch::Contains("the limit is 0"));
+  CHECK_THAT(error({1}, rec(1, wire::kModeFile, "x", '\xff')), Catch::Contains("claims a bad id"));
+  CHECK_THAT(error({1}, rec(1, wire::kModeFile, "x") + rec(1, wire::kModeFile, "x")), Catch::Contains("more than the 1 requested"));
+  CHECK_THAT(error({1, 2}, rec(1, wire::kModeFile, "x")), Catch::Contains("ended after 1 of 2 records"));
+  CHECK_THAT(error({1}, rec(1, wire::kModeFile, "xyz").substr(0, 18)), Catch::Contains("in the middle of a record"));
+}
