@@ -111,7 +111,7 @@ Result<void> check_limits(const std::vector<SizedPath>& files, const SnapshotLim
     }
     return make_error(ErrorCode::kLimitExceeded,
                       "the workspace has " +
-                          (scan_stopped_early ? "more than " + with_commas(limits.max_files) + " files to snapshot, the limit"
+                          (scan_stopped_early ? "more than the limit of " + with_commas(limits.max_files) + " files to snapshot"
                                               : with_commas(files.size()) + " files to snapshot, more than the limit of " +
                                                     with_commas(limits.max_files)) +
                           "." +

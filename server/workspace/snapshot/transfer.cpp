@@ -1,7 +1,11 @@
 // Which objects a guest lacks, and the packfile that carries them (see transfer.h).
 #include "server/workspace/snapshot/transfer.h"
 
+#include <algorithm>
+#include <cstring>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "server/workspace/git_util.h"
@@ -32,6 +36,58 @@ int forward_pack_bytes(void* buf, size_t size, void* payload) {
   }
   state->info.bytes += size;
   return 0;
+}
+
+// Reads a pack index (version 2) and says whether it lists exactly `sorted_ids`.
+bool index_lists_exactly(const std::filesystem::path& idx_path, const std::vector<git_oid>& sorted_ids) {
+  std::ifstream in(idx_path, std::ios::binary);
+  unsigned char header[8 + 256 * 4];
+  if (!in.read(reinterpret_cast<char*>(header), sizeof header)) return false;
+  static constexpr unsigned char kMagicV2[8] = {0xff, 't', 'O', 'c', 0, 0, 0, 2};
+  if (std::memcmp(header, kMagicV2, sizeof kMagicV2) != 0) return false;
+  const unsigned char* last = header + 8 + 255 * 4;
+  const std::uint64_t count = (std::uint64_t{last[0]} << 24) | (std::uint64_t{last[1]} << 16) |
+                              (std::uint64_t{last[2]} << 8) | std::uint64_t{last[3]};
+  if (count != sorted_ids.size()) return false;
+  git_oid id;
+  for (const auto& want : sorted_ids) {
+    if (!in.read(reinterpret_cast<char*>(id.id), GIT_OID_RAWSZ) || git_oid_cmp(&id, &want) != 0) return false;
+  }
+  return true;
+}
+
+// A packfile of the store that holds exactly `ids`, if there is one: after a snapshot into an
+// empty store, the store's new pack is what a guest without objects needs, already compressed.
+std::optional<std::filesystem::path> existing_pack_of(git_repository* store, std::vector<git_oid> ids) {
+  std::sort(ids.begin(), ids.end(), [](const git_oid& a, const git_oid& b) { return git_oid_cmp(&a, &b) < 0; });
+  ids.erase(std::unique(ids.begin(), ids.end(), [](const git_oid& a, const git_oid& b) { return git_oid_equal(&a, &b); }),
+            ids.end());
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::path(git_repository_path(store)) / "objects" / "pack";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".idx") continue;
+    auto pack = entry.path();
+    pack.replace_extension(".pack");
+    if (std::filesystem::is_regular_file(pack, ec) && index_lists_exactly(entry.path(), ids)) return pack;
+  }
+  return std::nullopt;
+}
+
+Result<PackInfo> stream_file(const std::filesystem::path& path, std::uint64_t objects, const PackSink& sink) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kUnavailable, "cannot read the snapshot pack " + path.string());
+  PackInfo info;
+  info.objects = objects;
+  std::vector<char> chunk(64 * 1024);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto n = static_cast<std::size_t>(in.gcount());
+    if (n == 0) break;
+    if (auto r = sink(std::string_view(chunk.data(), n)); !r) return r.error();
+    info.bytes += n;
+  }
+  if (in.bad()) return make_error(ErrorCode::kUnavailable, "cannot read the snapshot pack " + path.string());
+  return info;
 }
 
 }  // namespace
@@ -94,6 +150,11 @@ Result<std::vector<git_oid>> objects_to_send(git_repository* store, const git_oi
 
 Result<PackInfo> write_pack(git_repository* store, const std::vector<git_oid>& ids, const PackSink& sink) {
   ensure_libgit2();
+  if (!ids.empty()) {
+    if (auto existing = existing_pack_of(store, ids)) {
+      return stream_file(*existing, OidSet(ids.begin(), ids.end()).size(), sink);
+    }
+  }
   git_packbuilder* raw = nullptr;
   if (int rc = git_packbuilder_new(&raw, store); rc < 0) {
     return make_error(ErrorCode::kInternal, git_error_text("cannot start a pack", rc));

@@ -40,9 +40,10 @@ struct PackInfo {
 
 using PackSink = std::function<Result<void>(std::string_view)>;
 
-// Writes a packfile holding exactly `ids` (deltas between them allowed, nothing outside them) to
-// `sink` piece by piece as libgit2 produces it. An error from the sink stops the pack and is
-// returned as is.
+// Writes a packfile holding exactly `ids` (no deltas; nothing outside them) to `sink` piece by
+// piece as libgit2 produces it. When a pack of the store already holds exactly these objects (the
+// first transfer after a snapshot into an empty store) its bytes are sent as they are instead of
+// compressing everything again. An error from the sink stops the pack and is returned as is.
 Result<PackInfo> write_pack(git_repository* store, const std::vector<git_oid>& ids, const PackSink& sink);
 
 }  // namespace lockroom::workspace::snapshot

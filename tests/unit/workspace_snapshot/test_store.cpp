@@ -144,7 +144,7 @@ TEST_CASE("each limit fails the snapshot with the offenders named, before anythi
   CHECK(count.error().code == ErrorCode::kLimitExceeded);
   INFO(count.error().message);
   CHECK(count.error().message.find("node_modules/") != std::string::npos);
-  CHECK(count.error().message.find("more than 10 files") != std::string::npos);
+  CHECK(count.error().message.find("more than the limit of 10 files") != std::string::npos);
 
   options.limits = {};
   options.limits.max_total_bytes = 6000;
