@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -79,6 +80,7 @@ std::unique_ptr<HttpsTestServer> HttpsTestServer::start(Options options, std::st
   server->listen_fd_ = fd;
   server->port_ = ntohs(address.sin_port);
   if (pipe2(server->wake_fds_, O_CLOEXEC) != 0) return fail(error, "cannot make the test server's wake pipe");
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up mid-write must not kill the test binary
   server->thread_ = std::thread([s = server.get()] { s->serve(); });
   return server;
 }
