@@ -208,6 +208,7 @@ void TlsStream::pump() {
     state_ = State::kOpen;
     handshaken_ = true;
   }
+  if (!handshaken_) return;  // closed before the handshake finished: nothing to read or write
   while (state_ == State::kOpen && !pending_out_.empty()) {
     ERR_clear_error();
     std::size_t written = 0;

@@ -61,7 +61,8 @@ class TlsStream {
 
   // Encrypts `bytes` for the peer (held until the handshake is done; bounded like the input).
   Result<void> write_plaintext(std::string_view bytes);
-  // Up to `max` decrypted bytes, taken out.
+  // Up to `max` decrypted bytes, taken out. Decrypting what waited behind them can find the
+  // connection broken: check state() afterwards.
   std::string read_plaintext(std::size_t max = std::numeric_limits<std::size_t>::max());
   std::size_t plaintext_available() const { return plaintext_in_.size(); }
   bool wants_ciphertext() const;

@@ -167,3 +167,16 @@ TEST_CASE("server stream buffers are bounded and the reader is told to pause", "
   CHECK(received == sent.substr(0, received.size()));
   CHECK(server->wants_ciphertext());
 }
+
+TEST_CASE("a server stream closed before its handshake does not go on handshaking", "[tls_stream][server]") {
+  Sandbox sandbox;
+  auto server = sandbox.accept();
+  MemoryTlsClient client(sandbox.ca->certificate(), "api.example.test", "api.example.test");
+  server->close();
+  CHECK(server->state() == TlsStream::State::kClosed);
+  CHECK(client.step() == 0);
+  CHECK(server->feed_ciphertext(client.take()).ok());
+  CHECK(server->take_ciphertext().empty());  // no ServerHello
+  CHECK_FALSE(server->handshake_done());
+  CHECK(sandbox.context->leaves().mint_count() == 0);
+}
