@@ -14,8 +14,10 @@
 // with feed_body(), which hands out the decoded body bytes (chunked framing removed) and says
 // where the message ends, so a keep-alive connection can be relayed message by message.
 //
-// Bounded: a head is at most 64 KiB and 100 header lines. Errors say what was wrong. Headers
-// keep their order and the case of their names. Not thread-safe; one parser per message.
+// Bounded: a head is at most 64 KiB and 100 header lines; header names must be tokens (stricter
+// than http-parser, which lets `Transfer-Encoding : chunked` through). Errors say what was wrong.
+// Headers keep their order and the case of their names. Not thread-safe; one parser per message.
+// Serialising heads for the other side (http_forward.cpp) is at the end of this header.
 #pragma once
 
 #include <cstddef>
