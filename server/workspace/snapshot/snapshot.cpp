@@ -70,6 +70,42 @@ Result<void> pin(git_repository* store, const std::string& ref_name, const git_o
   return {};
 }
 
+// Puts every selected file into the store (or takes its blob from the stat cache) and records it
+// for the tree. Files that vanished since the scan are listed as skipped.
+Result<void> store_files(const std::string& workspace, ScanResult& scan, const SnapshotLimits& limits,
+                         ObjectWriter& writer, StatCache& cache, SnapshotResult& result) {
+  for (const auto& entry : scan.entries) {
+    git_oid id;
+    struct stat st = entry.stat;
+    if (auto cached = cache.lookup(entry, writer.odb())) {
+      id = *cached;
+    } else {
+      auto stored = writer.store_entry(workspace + "/" + entry.path, entry.kind, limits.max_file_bytes);
+      if (!stored && stored.error().code == ErrorCode::kNotFound) {
+        scan.skipped.push_back({entry.path, "disappeared during the snapshot"});
+        continue;
+      }
+      if (!stored) return stored.error();
+      id = stored->id;
+      st = stored->stat;
+      ++result.files_read;
+    }
+    if (auto added = cache.add(entry.path, entry.kind, id, st); !added) {
+      scan.skipped.push_back({entry.path, added.error().message});
+      continue;
+    }
+    ++result.file_count;
+    result.total_bytes += static_cast<std::uint64_t>(st.st_size);
+  }
+  if (result.total_bytes > limits.max_total_bytes) {
+    return make_error(ErrorCode::kLimitExceeded,
+                      "the workspace's files grew to " + human_bytes(result.total_bytes) +
+                          " during the snapshot, more than the " + human_bytes(limits.max_total_bytes) +
+                          " limit. Add large files to .gitignore or raise the limit.");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<SnapshotResult> take_snapshot(const std::string& workspace_dir, const std::string& store_dir,
@@ -108,35 +144,8 @@ Result<SnapshotResult> take_snapshot(const std::string& workspace_dir, const std
   if (!writer) return writer.error();
   auto cache = StatCache::open(*store_real, scan_wall);
   if (!cache) return cache.error();
-
-  for (const auto& entry : scan->entries) {
-    git_oid id;
-    struct stat st = entry.stat;
-    if (auto cached = cache->lookup(entry, writer->odb())) {
-      id = *cached;
-    } else {
-      auto stored = writer->store_entry(*workspace + "/" + entry.path, entry.kind, options.limits.max_file_bytes);
-      if (!stored && stored.error().code == ErrorCode::kNotFound) {
-        scan->skipped.push_back({entry.path, "disappeared during the snapshot"});
-        continue;
-      }
-      if (!stored) return stored.error();
-      id = stored->id;
-      st = stored->stat;
-      ++result.files_read;
-    }
-    if (auto added = cache->add(entry.path, entry.kind, id, st); !added) {
-      scan->skipped.push_back({entry.path, added.error().message});
-      continue;
-    }
-    ++result.file_count;
-    result.total_bytes += static_cast<std::uint64_t>(st.st_size);
-  }
-  if (result.total_bytes > options.limits.max_total_bytes) {
-    return make_error(ErrorCode::kLimitExceeded,
-                      "the workspace's files grew to " + human_bytes(result.total_bytes) +
-                          " during the snapshot, more than the " + human_bytes(options.limits.max_total_bytes) +
-                          " limit. Add large files to .gitignore or raise the limit.");
+  if (auto stored = store_files(*workspace, *scan, options.limits, *writer, *cache, result); !stored) {
+    return stored.error();
   }
 
   auto tree = cache->write_tree(store->get());

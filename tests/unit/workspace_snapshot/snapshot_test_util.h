@@ -59,14 +59,23 @@ inline void set_git_config_home(const std::string& dir) {
 
 inline void isolate_git_config() {
   static std::once_flag once;
-  static TempDir* empty_home = nullptr;
+  static std::string empty_home;
   std::call_once(once, [] {
     ensure_libgit2();
-    empty_home = new TempDir();  // removed at exit
-    std::atexit([] { delete empty_home; });
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/lockroom-snap-home-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) std::abort();
+    empty_home = tmpl;
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(empty_home, ec);
+    });
   });
-  set_git_config_home(empty_home->path());
+  set_git_config_home(empty_home);
 }
+
+// Every test binary that includes this header starts with the machine's git config shut out.
+inline const bool kGitConfigIsolated = (isolate_git_config(), true);
 
 inline void write_file(const std::string& path, const std::string& content, mode_t mode = 0644) {
   fs::create_directories(fs::path(path).parent_path());

@@ -41,7 +41,7 @@ bool store_has(const std::string& store, const git_oid& id) {
 
 }  // namespace
 
-TEST_CASE("the writer flushes collected blobs as packs of new objects only; big files go loose") {
+TEST_CASE("the writer flushes collected blobs as packs of new objects only, and big files go loose") {
   TempDir ws, store;
   write_file(ws / "a", std::string(200, 'a'));
   write_file(ws / "b", std::string(200, 'b'));

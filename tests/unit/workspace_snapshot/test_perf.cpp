@@ -40,18 +40,24 @@ void generate_tree(const std::string& root, int files) {
   }
 }
 
+void fill(const std::string& dir) {
+  if (const char* source = std::getenv("LOCKROOM_SNAPSHOT_PERF_SOURCE")) {
+    fs::copy(source, dir + "/src", fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  } else {
+    generate_tree(dir, 3000);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("snapshot timings on a few thousand files", "[.perf]") {
-  TempDir ws, store;
+  TempDir ws, store, plain, plain_store;
   TestRepo repo(ws.path());
-  if (const char* source = std::getenv("LOCKROOM_SNAPSHOT_PERF_SOURCE")) {
-    fs::copy(source, ws / "src", fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-  } else {
-    generate_tree(ws.path(), 3000);
-  }
+  fill(ws.path());
   repo.commit_all();
   age_files(ws.path());
+  fill(plain.path());  // the same files outside any repository: every path asks the ignore rules
+  age_files(plain.path());
 
   auto t = std::chrono::steady_clock::now();
   double c = cpu_ms();
@@ -95,6 +101,15 @@ TEST_CASE("snapshot timings on a few thousand files", "[.perf]") {
   REQUIRE(small.ok());
   const double delta_pack_ms = ms_since(t), delta_pack_cpu = cpu_ms() - c;
 
+  t = std::chrono::steady_clock::now();
+  c = cpu_ms();
+  auto outside = snap(plain.path(), plain_store.path());
+  const double outside_ms = ms_since(t), outside_cpu = cpu_ms() - c;
+  t = std::chrono::steady_clock::now();
+  c = cpu_ms();
+  auto outside_again = snap(plain.path(), plain_store.path());
+  const double outside_again_ms = ms_since(t), outside_again_cpu = cpu_ms() - c;
+
   std::printf("files %llu, %s\n", static_cast<unsigned long long>(first.file_count),
               human_bytes(first.total_bytes).c_str());
   std::printf("first snapshot   %7.1f ms, cpu %6.1f ms (scan %llu, store %llu), files read %llu\n", first_ms, first_cpu,
@@ -113,6 +128,10 @@ TEST_CASE("snapshot timings on a few thousand files", "[.perf]") {
               human_bytes(full->bytes).c_str());
   std::printf("incremental pack %7.1f ms, cpu %6.1f ms, %zu objects, %s\n", delta_pack_ms, delta_pack_cpu, delta->size(),
               human_bytes(small->bytes).c_str());
+  std::printf("not a repository: first %7.1f ms, cpu %6.1f ms (scan %llu); second %6.1f ms, cpu %6.1f ms (scan %llu)\n",
+              outside_ms, outside_cpu, static_cast<unsigned long long>(outside.timings.scan_ms), outside_again_ms,
+              outside_again_cpu, static_cast<unsigned long long>(outside_again.timings.scan_ms));
+  CHECK(outside.tree_id == first.tree_id);
   CHECK(second.commit_id == first.commit_id);
   CHECK(second.files_read == 0);
   CHECK(third.files_read == 3);

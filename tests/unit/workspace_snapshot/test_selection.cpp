@@ -76,7 +76,7 @@ TEST_CASE("the user's global excludes file is honoured, in a repository and outs
   CHECK(paths_of(snapshot_files(store2.path(), outside.commit_id)) == Paths{"notes.md"});
 }
 
-TEST_CASE("symlinks stay symlinks and are never followed; the executable bit is kept") {
+TEST_CASE("symlinks stay symlinks and are never followed, and the executable bit is kept") {
   TempDir ws, store, outside;
   write_file(outside / "secret-data.txt", "outside the workspace\n");
   TestRepo repo(ws.path());

@@ -98,7 +98,7 @@ TEST_CASE("the snapshot commit is deterministic, pinned by a ref, and releasable
   }
 }
 
-TEST_CASE("default secrets are withheld and listed; allow puts a path back") {
+TEST_CASE("default secrets are withheld and listed, and allow puts a path back") {
   TempDir ws, store;
   write_file(ws / "app.py", "print()\n");
   write_file(ws / ".env", "API_KEY=1\n");
