@@ -1,11 +1,13 @@
 // ensure_image; see image_builder.h.
 #include "server/vm/image/image_builder.h"
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
 #include <sstream>
 
 #include "server/common/subprocess.h"
+#include "server/vm/image/guest_git.h"
 #include "server/vm/image/init_script.h"
 #include "server/vm/image/initramfs.h"
 #include "server/vm/image/kernel_extract.h"
@@ -98,6 +100,11 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
   if (!order) return order.error();
   auto libs = shared_libraries(options.agent);
   if (!libs) return libs.error();
+  auto git = find_guest_git();
+  if (!git) return git.error();
+  libs->insert(libs->end(), git->libs.begin(), git->libs.end());  // one copy of each (libc is shared)
+  std::sort(libs->begin(), libs->end());
+  libs->erase(std::unique(libs->begin(), libs->end()), libs->end());
   auto applets = busybox_applets(*busybox);
   if (!applets) return applets.error();
   std::string init = init_script(kernel->release, *order);
@@ -114,6 +121,10 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
   if (auto ok = h.add_file("agent", options.agent); !ok) return ok.error();
   for (const auto& lib : *libs)
     if (auto ok = h.add_file("lib:" + lib, lib); !ok) return ok.error();
+  if (auto ok = h.add_file("git", git->program); !ok) return ok.error();
+  for (const auto& [guest, host] : git->templates)
+    if (auto ok = h.add_file("git-template:" + guest, host); !ok) return ok.error();
+  h.add("gitconfig", guest_gitconfig());
   h.add("init", init);
   h.add("agent-copy", "strip --strip-debug when strip is installed");
   std::string hash = h.hex_digest().substr(0, 16);
@@ -144,7 +155,7 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
     auto strip = run_capture({"strip", "--strip-debug", "-o", stripped.string(), options.agent.string()});
     if (strip && strip->exit_code == 0) agent = stripped;
   }
-  InitramfsInputs inputs{*busybox, *applets, kernel->modules_dir(), kernel->release, *order, agent, *libs, init};
+  InitramfsInputs inputs{*busybox, *applets, kernel->modules_dir(), kernel->release, *order, agent, *libs, init, *git};
   auto archive = plan_initramfs(inputs);
   fs::remove(stripped, ec);
   if (!archive) return archive.error();
@@ -164,6 +175,8 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
   m.agent_sha256 = sha256_hex(*read_host_file(options.agent));
   m.agent_libs = *libs;
   m.busybox_sha256 = sha256_hex(*read_host_file(*busybox));
+  m.git_path = git->program.string();
+  m.git_sha256 = sha256_hex(*read_host_file(git->program));
   m.created = utc_now();
   if (auto ok = write_file(work->path() / "manifest.json", manifest_to_json(m).dump(2) + "\n"); !ok) return ok.error();
 

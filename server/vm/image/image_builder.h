@@ -1,7 +1,8 @@
 // Building the default guest image on first use, and finding it again by content hash.
 //
 // ensure_image() gathers the inputs (the kernel package from kernel_package.h, the module load
-// order from modules.dep, busybox, lockroom-agent and its shared libraries, the /init script),
+// order from modules.dep, busybox, lockroom-agent and git (guest_git.h) with their shared
+// libraries, the guest's gitconfig, the /init script),
 // hashes all of them with the format version, and returns `<cache>/images/<hash>/` if it exists;
 // otherwise it builds the image aside and renames it into place. Steps slower than a moment are
 // reported through `progress`. Blocking (seconds on a cache hit for the apt look-up, a minute

@@ -21,6 +21,7 @@ nlohmann::json manifest_to_json(const ImageManifest& m) {
       {"initrd", {{"bytes", m.initrd_bytes}, {"modules", m.modules}}},
       {"agent", {{"path", m.agent_path}, {"sha256", m.agent_sha256}, {"libraries", m.agent_libs}}},
       {"busybox", {{"sha256", m.busybox_sha256}}},
+      {"git", {{"path", m.git_path}, {"sha256", m.git_sha256}}},
       {"created", m.created},
   };
 }
@@ -42,6 +43,10 @@ Result<ImageManifest> manifest_from_json(const nlohmann::json& j) {
     m.agent_sha256 = j.at("agent").at("sha256").get<std::string>();
     m.agent_libs = j.at("agent").at("libraries").get<std::vector<std::string>>();
     m.busybox_sha256 = j.at("busybox").at("sha256").get<std::string>();
+    if (j.contains("git")) {
+      m.git_path = j.at("git").at("path").get<std::string>();
+      m.git_sha256 = j.at("git").at("sha256").get<std::string>();
+    }
     m.created = j.at("created").get<std::string>();
     return m;
   } catch (const nlohmann::json::exception& e) {

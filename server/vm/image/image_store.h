@@ -31,7 +31,9 @@ struct ImageManifest {
   std::vector<std::string> modules;  // in load order
   std::string agent_path;
   std::string agent_sha256;
-  std::vector<std::string> agent_libs;
+  std::vector<std::string> agent_libs;  // the agent's and git's
+  std::string git_path;         // the host git copied in (empty in images made before git was carried)
+  std::string git_sha256;
   std::string busybox_sha256;
   std::string created;          // UTC, ISO 8601
 };

@@ -45,6 +45,8 @@ Result<CpioArchive> plan_initramfs(const InitramfsInputs& in) {
     if (!bytes) return bytes.error();
     if (auto ok = a.add_file(lib.substr(lib.find_first_not_of('/')), std::move(*bytes), 0755); !ok) return ok.error();
   }
+  if (in.git)
+    if (auto ok = add_guest_git(a, *in.git); !ok) return ok.error();
 
   if (auto ok = a.add_file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n", 0644); !ok) return ok.error();
   if (auto ok = a.add_file("etc/group", "root:x:0:\n", 0644); !ok) return ok.error();

@@ -1,16 +1,19 @@
 // Assembling the guest's initramfs: busybox and its applet links, the kernel modules in load
-// order, lockroom-agent with its shared libraries and loader, a few /etc files, and /init.
+// order, lockroom-agent and git with their shared libraries and loader, a few /etc files
+// (gitconfig among them), and /init.
 //
 // plan_initramfs() turns the inputs into a CpioArchive (reading the host files it names);
 // nothing else is put in the guest. Blocking file reads: CLI or worker thread.
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "server/common/result.h"
 #include "server/vm/image/cpio_writer.h"
+#include "server/vm/image/guest_git.h"
 #include "server/vm/image/module_closure.h"
 
 namespace lockroom::vm::image {
@@ -22,8 +25,9 @@ struct InitramfsInputs {
   std::string release;                      // RELEASE
   std::vector<ModuleFile> modules;          // in load order
   std::filesystem::path agent;              // lockroom-agent on the host
-  std::vector<std::string> agent_libs;      // absolute host paths, the loader included
+  std::vector<std::string> agent_libs;      // absolute host paths, the loader included (the agent's and git's)
   std::string init;                         // the /init script
+  std::optional<GuestGit> git;              // git for the guest (its libraries are in agent_libs)
 };
 
 Result<CpioArchive> plan_initramfs(const InitramfsInputs& inputs);
