@@ -24,5 +24,7 @@ void add_version_command(CLI::App& app, CommandContext& ctx);
 void add_doctor_command(CLI::App& app, CommandContext& ctx);
 void add_image_command(CLI::App& app, CommandContext& ctx);
 void add_run_command(CLI::App& app, CommandContext& ctx);
+void add_ps_command(CLI::App& app, CommandContext& ctx);
+void add_kill_command(CLI::App& app, CommandContext& ctx);
 
 }  // namespace lockroom::cli

@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
   add_doctor_command(app, ctx);
   add_image_command(app, ctx);
   add_run_command(app, ctx);
+  add_ps_command(app, ctx);
+  add_kill_command(app, ctx);
 
   std::vector<std::string> args = normalise_args(app, argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector of arguments in reverse order

@@ -84,10 +84,14 @@ class RunSession final : public core::SandboxEvents {
   }
 
   void state_changed(const std::string& id, core::SandboxState state, core::StopReason reason, const std::string& message) override {
-    if (state == core::SandboxState::kFailed || (state == core::SandboxState::kGone && reason == core::StopReason::kLifetimeLimit)) {
-      std::cerr << "\r\nlockroom: sandbox " << id << " " << core::state_name(state) << ": " << message << std::endl;
-      if (!exited_) exit_code_ = kSandboxFailed;
+    bool ended_under_us = state == core::SandboxState::kFailed || reason == core::StopReason::kLifetimeLimit ||
+                          reason == core::StopReason::kKilled;
+    if (ended_under_us && !told_why_) {
+      told_why_ = true;
+      std::cerr << "\r\nlockroom: sandbox " << id << " " << (reason == core::StopReason::kNone ? "failed" : core::reason_name(reason))
+                << ": " << message << std::endl;
     }
+    if (state == core::SandboxState::kFailed && !exited_) exit_code_ = kSandboxFailed;
   }
   void process_output(const std::string&, core::OutputStream, const core::OutputChunk&) override {}
   void process_bytes(const std::string&, core::OutputStream stream, std::string_view bytes) override {
@@ -165,6 +169,7 @@ class RunSession final : public core::SandboxEvents {
   core::SandboxManager manager_;
   bool interactive_ = false;
   bool exited_ = false;
+  bool told_why_ = false;  // why the sandbox ended under the command was printed
   bool finishing_ = false;
   int exit_code_ = kSandboxFailed;
   std::string sandbox_id_;

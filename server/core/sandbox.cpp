@@ -239,8 +239,9 @@ void Sandbox::stop(StopReason reason, const std::string& message, std::function<
 void Sandbox::vm_exited(const vm::VmExit& exit) {
   if (state_ == SandboxState::kStopping) return finalize();
   if (is_final(state_)) return;
-  // QEMU went away on its own: the guest crashed or was killed.
-  wind_down(StopReason::kGuestCrashed, "the guest stopped: " + exit.reason);
+  // QEMU went away on its own: `lockroom kill`, or the guest crashed or was killed.
+  if (exit.killed_by_pid) wind_down(StopReason::kKilled, exit.reason);
+  else wind_down(StopReason::kGuestCrashed, "the guest stopped: " + exit.reason);
   finalize();
 }
 

@@ -2,6 +2,7 @@
 #include "server/core/sandbox_manager.h"
 
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <ctime>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/common/uv_defer.h"
+#include "server/core/sandbox_registry.h"
 #include "server/common/uv_handle.h"
 #include "server/vm/host_tsc.h"
 #include "server/vm/image/image_builder.h"
@@ -245,7 +247,7 @@ void SandboxManager::restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limi
   sandboxes_[id] = std::move(sandbox);
   auto vm_box = std::make_shared<std::unique_ptr<vm::Vm>>();
   vm::VmCallbacks callbacks;
-  callbacks.on_ready = [this, alive, id, slot, vm_box, done](Result<void> ready) {
+  callbacks.on_ready = [this, alive, id, slot, vm_box, limits, done](Result<void> ready) {
     if (!*alive) return;
     auto it = sandboxes_.find(id);
     if (it == sandboxes_.end()) return;  // destroyed while starting
@@ -254,6 +256,7 @@ void SandboxManager::restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limi
       it->second->stop(StopReason::kGuestCrashed, "the guest did not start: " + ready.error().message);
       return done(make_error(ErrorCode::kUnavailable, "the guest did not start: " + ready.error().message));
     }
+    publish_record(id, **vm_box, limits);
     it->second->adopt(std::move(*vm_box), std::move(slot->link));
     done(id);
   };
@@ -269,6 +272,20 @@ void SandboxManager::restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limi
     return done(vm.error());
   }
   *vm_box = std::move(*vm);
+}
+
+// For `lockroom ps` and `lockroom kill` in other processes (see sandbox_registry.h).
+void SandboxManager::publish_record(const std::string& id, const vm::Vm& vm, const Resources& limits) const {
+  SandboxRecord record;
+  record.id = id;
+  record.owner_pid = static_cast<int>(getpid());
+  record.qemu_pid = vm.pid();
+  record.created_unix_ms = unix_time_ns() / 1000000;
+  record.accel = std::string(vm::accel_name(config_.accel));
+  record.limits = limits;
+  record.state_dir = vm.state_dir();
+  if (auto written = write_sandbox_record(record); !written)
+    spdlog::warn("sandbox {} will not show in `lockroom ps`: {}", id, written.error().message);
 }
 
 // --- destroy, list, shutdown ----------------------------------------------------------------

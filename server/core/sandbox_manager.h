@@ -104,6 +104,7 @@ class SandboxManager : private SandboxEvents {
   Result<Sandbox*> sandbox_for(const std::string& sandbox_id);
   Result<Sandbox*> sandbox_of_process(const std::string& process_id);
   std::string new_sandbox_id();
+  void publish_record(const std::string& id, const vm::Vm& vm, const Resources& limits) const;
   void forget(const std::string& sandbox_id);
 
   uv_loop_t* loop_;

@@ -24,6 +24,7 @@ std::string_view reason_name(StopReason reason) {
     case StopReason::kAgentUnresponsive: return "agentUnresponsive";
     case StopReason::kChannelError: return "channelError";
     case StopReason::kServerShutdown: return "serverShutdown";
+    case StopReason::kKilled: return "killed";
   }
   return "unknown";
 }

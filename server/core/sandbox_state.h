@@ -34,6 +34,7 @@ enum class StopReason {
   kAgentUnresponsive,  // the watchdog gave up on the agent
   kChannelError,     // the guest sent something malformed
   kServerShutdown,   // the editor went away
+  kKilled,           // `lockroom kill` from another process
 };
 
 std::string_view state_name(SandboxState state);

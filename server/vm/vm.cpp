@@ -22,9 +22,20 @@ namespace fs = std::filesystem;
 
 namespace {
 std::atomic<unsigned> g_seq{0};
+
+// The pid in a state dir's kill-request marker, if one was left there.
+std::optional<int> kill_requester(const fs::path& state_dir) {
+  if (state_dir.empty()) return std::nullopt;
+  std::ifstream in(kill_request_path(state_dir));
+  int pid = 0;
+  if (in >> pid && pid > 0) return pid;
+  return std::nullopt;
+}
 }
 
 fs::path vm_state_root(const fs::path& state_root) { return state_root / "vms"; }
+
+fs::path kill_request_path(const fs::path& state_dir) { return state_dir / "kill-requested"; }
 
 ReadinessCheck first_byte_readiness() {
   return [](Vm& vm, std::function<void(Result<void>)> done) {
@@ -165,8 +176,10 @@ void Vm::on_process_exit(std::int64_t status, int signal) {
   exit.requested = kill_requested_;
   exit.reason = signal ? "QEMU was killed by signal " + std::to_string(signal) + (kill_requested_ ? " (as asked)" : "")
                        : "QEMU exited with status " + std::to_string(status);
+  if (!kill_requested_) exit.killed_by_pid = kill_requester(state_dir_);
+  if (exit.killed_by_pid) exit.reason = "killed with `lockroom kill` by process " + std::to_string(*exit.killed_by_pid);
   std::string tail = console_tail();
-  if (!kill_requested_ && !tail.empty()) exit.reason += "; the console last said: " + tail;
+  if (!kill_requested_ && !exit.killed_by_pid && !tail.empty()) exit.reason += "; the console last said: " + tail;
   auto alive = alive_;
   if (!ready_reported_) ready_result(make_error(ErrorCode::kUnavailable, "the guest never became ready: " + exit.reason));
   if (!*alive) return;

@@ -29,6 +29,7 @@ struct VmExit {
   int term_signal = 0;
   std::string reason;  // "QEMU exited with status 1", "QEMU was killed by signal 9", …
   bool requested = false;  // kill() was called
+  std::optional<int> killed_by_pid;  // another process asked for it (`lockroom kill`; see kill_request_path)
 };
 
 class Vm;
@@ -89,6 +90,10 @@ class Vm {
 
 // Readiness by the default rule: QEMU's channel socket accepts and the guest writes a byte.
 ReadinessCheck first_byte_readiness();
+
+// The marker another process writes (its pid) before it kills a Vm's QEMU, so the owner can tell
+// a requested kill from a crash.
+std::filesystem::path kill_request_path(const std::filesystem::path& state_dir);
 
 // `<state_root>/vms`: where Vm state dirs live.
 std::filesystem::path vm_state_root(const std::filesystem::path& state_root);
