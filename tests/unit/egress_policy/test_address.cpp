@@ -38,7 +38,7 @@ TEST_CASE("things that end in a number but are not addresses are errors, not nam
   CHECK_THAT(error.error().message, Catch::Contains("\"1.2.3.256\""));
 }
 
-TEST_CASE("IPv6 literals with and without brackets; zone ids and junk refused") {
+TEST_CASE("IPv6 literals with and without brackets, zone ids and junk refused") {
   CHECK(ip("[::1]").to_string() == "::1");
   CHECK(ip("::1").url_host() == "[::1]");
   CHECK(ip("[2001:DB8::1]").to_string() == "2001:db8::1");

@@ -155,7 +155,7 @@ TEST_CASE("package sources are read from apt (both formats), npm, pip and cargo 
   CHECK(verdict(policy, "sub.deb.mirror.example", 80, Scheme::kHttp) == Verdict::kDeny);
 }
 
-TEST_CASE("the whole default list: git hosts and package sources without duplicates; a policy can drop it") {
+TEST_CASE("the whole default list: git hosts and package sources without duplicates, a policy can drop it") {
   TempDir dir;
   PackageSourceFiles files;
   files.apt_one_line = {dir.write("sources.list", "deb http://deb.mirror.example/debian bookworm main\n"

@@ -86,7 +86,7 @@ TEST_CASE("an absolute-form request split at every byte boundary gives the same 
   CHECK(parser.head().target == "/v1/items?q=1&r=two");
 }
 
-TEST_CASE("CONNECT host:port is a tunnel; the bytes after the head are the client's") {
+TEST_CASE("CONNECT host:port is a tunnel, the bytes after the head are the client's") {
   const std::string head_text = "CONNECT github.com:443 HTTP/1.1\r\nHost: github.com:443\r\nProxy-Connection: keep-alive\r\n\r\n";
   const std::string text = head_text + "\x16\x03\x01\x02\x00";
   for (std::size_t split = 0; split <= text.size(); ++split) {

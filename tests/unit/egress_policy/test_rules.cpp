@@ -130,7 +130,7 @@ TEST_CASE("deny wins over any allow, before or after it, and reports the deny ru
   CHECK(verdict_for(ports, "mail.example.com", 587) == Verdict::kAllow);
 }
 
-TEST_CASE("the first matching allow rule is reported; unnamed rules by index; the default otherwise") {
+TEST_CASE("the first matching allow rule is reported, unnamed rules by index, the default otherwise") {
   Policy policy = policy_from({{"rules", {{{"action", "allow"}, {"host", "a.example"}, {"ports", {80}}},
                                           {{"action", "allow"}, {"host", "*.example"}, {"name", "all-example"}}}}});
   Decision by_index = decide_for(policy, "a.example", 80);
