@@ -53,15 +53,13 @@ struct Steps {
   }
 };
 
-RpcError conflict(const std::string& what, std::vector<std::string> files, const std::string& git_reason) {
-  std::string message = what + ": the guest's own changes conflict with the update";
-  if (files.empty()) {
-    message += " (" + git_reason + ")";
-  } else {
-    message += " in " + std::to_string(files.size()) + " file(s): ";
-    for (std::size_t i = 0; i < files.size() && i < 10; ++i) message += (i ? ", " : "") + files[i];
-    if (files.size() > 10) message += ", ...";
-  }
+// A refused read-tree: a conflict when local paths collide with the update, else git's own failure
+// (a lock held by the agent's git, a full disk) as an I/O error.
+RpcError refusal(const std::string& what, std::vector<std::string> files, const std::string& git_reason) {
+  if (files.empty()) return make_rpc_error(agent_error::kIoError, what + ": git read-tree failed: " + git_reason + "; nothing was changed");
+  std::string message = what + ": the guest's own changes conflict with the update in " + std::to_string(files.size()) + " file(s): ";
+  for (std::size_t i = 0; i < files.size() && i < 10; ++i) message += (i ? ", " : "") + files[i];
+  if (files.size() > 10) message += ", ...";
   message += "; nothing was changed";
   if (files.size() > channel::kMaxConflictFiles) files.resize(channel::kMaxConflictFiles);
   return make_rpc_error(agent_error::kWorkspaceConflict, message, json{{"files", files}, {"git", git_reason}});
@@ -111,7 +109,7 @@ Outcome checkout_workspace(const channel::WorkspaceCheckoutParams& p) {
     if (!read->ok()) {
       auto untracked = git.paths({"ls-files", "-z", "--others"});
       auto incoming = git.paths({"ls-tree", "-r", "-z", "--name-only", p.commit});
-      return conflict(git.what, colliding_paths(incoming, untracked), read->problem());
+      return refusal(git.what, colliding_paths(incoming, untracked), read->problem());
     }
     if (!git.must({"update-ref", "-m", "lockroom: snapshot", ref, p.commit}, "setting the branch") ||
         !git.must({"symbolic-ref", "HEAD", ref}, "pointing HEAD at the branch"))
@@ -128,7 +126,7 @@ Outcome checkout_workspace(const channel::WorkspaceCheckoutParams& p) {
       auto untracked = git.paths({"ls-files", "-z", "--others"});
       local.insert(local.end(), staged.begin(), staged.end());
       local.insert(local.end(), untracked.begin(), untracked.end());
-      return conflict(git.what, colliding_paths(changed, local), read->problem());
+      return refusal(git.what, colliding_paths(changed, local), read->problem());
     }
     std::string branch_at = git.rev(ref);
     if (branch_at == *p.base || branch_at.empty()) {

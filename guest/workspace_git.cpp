@@ -62,11 +62,19 @@ const std::string& git_program() {
 }
 
 std::string GitRun::problem() const {
-  std::string text = err;
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  std::size_t nl = text.rfind('\n');
-  std::string last = nl == std::string::npos ? text : text.substr(nl + 1);
-  if (!last.empty()) return last.size() > 300 ? last.substr(0, 300) + "..." : last;
+  // git's own "error:"/"fatal:" lines say what went wrong; hints and advice follow them.
+  std::istringstream lines(err);
+  std::string line, found, last;
+  int kept = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    last = line;
+    if (kept < 3 && (line.rfind("error: ", 0) == 0 || line.rfind("fatal: ", 0) == 0)) {
+      found += (kept++ ? "; " : "") + line;
+    }
+  }
+  std::string text = found.empty() ? last : found;
+  if (!text.empty()) return text.size() > 400 ? text.substr(0, 400) + "..." : text;
   if (timed_out) return "git took too long and was stopped";
   if (exit_code < 0) return "git was killed";
   return "git exited with status " + std::to_string(exit_code);

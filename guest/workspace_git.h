@@ -24,7 +24,8 @@ struct GitRun {
   bool timed_out = false;
 
   bool ok() const { return exit_code == 0; }
-  // The last non-empty line of stderr, or a description of how git ended: for error messages.
+  // git's first "error:"/"fatal:" lines (else the last line of stderr, else how git ended): for
+  // error messages.
   std::string problem() const;
 };
 

@@ -231,6 +231,8 @@ Result<WorkspaceManifestResult> parse_workspace_manifest_result(const json& j, c
   v.hashed = r.integer("hashed", true, 0, v.entries).value_or(0);
   v.cached = r.integer("cached", true, 0, v.entries).value_or(0);
   v.skipped = r.integer("skipped", true, 0, kMaxManifestEntries).value_or(0);
+  if (r.ok() && v.hashed + v.cached > v.entries)
+    r.fail("hashed", "and \"cached\" add up to " + std::to_string(v.hashed + v.cached) + ", more than the " + std::to_string(v.entries) + " entries");
   std::int64_t min_body = v.entries * static_cast<std::int64_t>(kManifestFixedBytes + 1);
   std::int64_t max_body = v.entries * static_cast<std::int64_t>(kManifestFixedBytes + kMaxPath);
   v.body = r.integer("body", true, 0, max_body).value_or(0);

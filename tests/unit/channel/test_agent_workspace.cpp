@@ -304,6 +304,15 @@ TEST_CASE("agent workspace: a sync moves the worktree and keeps the guest's own 
   fs::remove(w.src / "link");
   std::string c2 = w.commit("host-edits");
 
+  // The agent's own git holding the index lock: a failure that says so, not a conflict.
+  write(w.ws / ".git" / "index.lock", "");
+  auto locked = import(h, w, w.checkout(c2, c1), w.pack(c2, c1));
+  REQUIRE_FALSE(locked);
+  CHECK(locked.error().code == ErrorCode::kUnavailable);
+  CHECK_THAT(locked.error().message, Catch::Contains("git read-tree failed") && Catch::Contains("index.lock"));
+  CHECK(slurp(w.ws / "dir" / "b.txt") == "bravo\n");
+  fs::remove(w.ws / ".git" / "index.lock");
+
   auto synced = import(h, w, w.checkout(c2, c1), w.pack(c2, c1));
   REQUIRE(synced);
   CHECK(synced->branch_moved);
