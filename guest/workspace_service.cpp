@@ -133,7 +133,7 @@ Outcome WorkspaceService::export_files(const json& params) {
   if (dir < 0) return errno_error(errno, what);
   channel::WorkspaceExportResult result;
   result.count = static_cast<std::int64_t>(items.size());
-  auto started = start(std::make_unique<ExportSender>(connection_, dir, std::move(items)), channel::method::kWorkspaceExport, result.stream);
+  auto started = start(std::make_unique<ExportSender>(connection_, dir, std::move(items), p->bounds.max_file_bytes, p->bounds.max_total_bytes), channel::method::kWorkspaceExport, result.stream);
   if (std::holds_alternative<RpcError>(started)) return started;
   return channel::to_json(result);
 }

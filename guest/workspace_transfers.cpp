@@ -104,8 +104,26 @@ void BufferSender::pump() {
 
 // ---- export
 
-ExportSender::ExportSender(Connection& connection, int workspace_fd, std::vector<Item> items)
-    : WorkspaceTransfer(connection), dir_(workspace_fd), items_(std::move(items)) {}
+ExportSender::ExportSender(Connection& connection, int workspace_fd, std::vector<Item> items, std::int64_t max_file_bytes,
+                           std::int64_t max_total_bytes)
+    : WorkspaceTransfer(connection),
+      dir_(workspace_fd),
+      items_(std::move(items)),
+      max_file_bytes_(max_file_bytes),
+      max_total_bytes_(max_total_bytes) {}
+
+bool ExportSender::within_bounds(const Item& item, std::uint64_t size, std::uint64_t max) {
+  total_ += size;
+  if (size > max) {
+    fail(channel::reset_code::kTooMuch, item.path + " is now " + std::to_string(size) + " bytes, over the limit of " + std::to_string(max));
+    return false;
+  }
+  if (total_ > static_cast<std::uint64_t>(max_total_bytes_)) {
+    fail(channel::reset_code::kTooMuch, "with " + item.path + " the export is over its limit of " + std::to_string(max_total_bytes_) + " bytes");
+    return false;
+  }
+  return true;
+}
 
 void ExportSender::cleanup() {
   if (fd_ >= 0) ::close(fd_);
@@ -126,6 +144,7 @@ void ExportSender::start_item() {
     ssize_t n = ::readlinkat(dir_, item.path.c_str(), target, sizeof target);
     if (n >= 0) {
       std::string_view bytes(target, static_cast<std::size_t>(n));
+      if (!within_bounds(item, bytes.size(), channel::kMaxPath)) return;
       channel::append_export_header(out_, item.entry, channel::kModeSymlink, bytes.size());
       hasher_.begin(bytes.size());
       hasher_.update(bytes);
@@ -139,6 +158,7 @@ void ExportSender::start_item() {
     if (fd_ >= 0 && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) {
       left_ = static_cast<std::uint64_t>(st.st_size);
       offset_ = 0;
+      if (!within_bounds(item, left_, static_cast<std::uint64_t>(max_file_bytes_))) return;
       std::uint32_t mode = (st.st_mode & S_IXUSR) ? channel::kModeExecutable : channel::kModeFile;
       channel::append_export_header(out_, item.entry, mode, left_);
       hasher_.begin(left_);
@@ -189,6 +209,7 @@ void ExportSender::pump() {
         refill();
       } else if (next_ < items_.size()) {
         start_item();
+        if (done_) return;
       } else {
         connection_.close_stream(stream_);
         return finish();

@@ -6,7 +6,8 @@
 //                  3 with git's reason, or 5 for more bytes than announced) when not.
 //   BufferSender   workspace.manifest: sends bytes held in memory, then CLOSE.
 //   ExportSender   workspace.export: one record per requested entry (see messages.h), read from
-//                  the file as credit allows and hashed as it goes; then CLOSE.
+//                  the file as credit allows and hashed as it goes; then CLOSE. A file that grew
+//                  past the host's bounds since the manifest ends it with RESET code 5.
 //
 // Senders move data only within the host's credit and while the connection is not backlogged.
 // Loop thread only.
@@ -81,7 +82,8 @@ class ExportSender final : public WorkspaceTransfer {
     std::uint32_t entry;
     std::string path;  // relative to the workspace
   };
-  ExportSender(Connection& connection, int workspace_fd, std::vector<Item> items);
+  // Files grown past the host's bounds since the manifest end the export with RESET code 5.
+  ExportSender(Connection& connection, int workspace_fd, std::vector<Item> items, std::int64_t max_file_bytes, std::int64_t max_total_bytes);
   ~ExportSender() override { cleanup(); }
   bool ready() const override { return can_send(); }
   void pump() override;
@@ -90,9 +92,13 @@ class ExportSender final : public WorkspaceTransfer {
   void cleanup() override;
   void start_item();
   void refill();
+  bool within_bounds(const Item& item, std::uint64_t size, std::uint64_t max);
 
   int dir_;
   std::vector<Item> items_;
+  std::int64_t max_file_bytes_;
+  std::int64_t max_total_bytes_;
+  std::uint64_t total_ = 0;
   std::size_t next_ = 0;
   std::string out_;           // bytes ready to send (one chunk at most)
   std::size_t out_pos_ = 0;

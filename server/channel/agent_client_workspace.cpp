@@ -263,8 +263,11 @@ void AgentClient::export_files(const wire::WorkspaceExportParams& params, std::f
           if (auto ended = decoder->finish(); !ended) return lie(ended.error());
           (*finish)(static_cast<std::int64_t>(decoder->records()));
         };
-        h.on_reset = [alive, finish](std::uint32_t, const std::string& reason) {
-          if (!alive.expired()) (*finish)(stream_error("workspace.export", reason));
+        h.on_reset = [alive, finish](std::uint32_t code, const std::string& reason) {
+          if (alive.expired()) return;
+          Error e = stream_error("workspace.export", reason);
+          if (code == wire::reset_code::kTooMuch) e.code = ErrorCode::kLimitExceeded;  // a file grew since the manifest
+          (*finish)(std::move(e));
         };
         std::uint32_t stream = opened->stream;
         if (auto attached = channel_.attach(stream, std::move(h)); !attached) return lie(attached.error());

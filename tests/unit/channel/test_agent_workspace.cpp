@@ -247,6 +247,15 @@ TEST_CASE("agent workspace: manifest sees edits as git add -A would, and export 
   CHECK(files[3].mode == 0);
   CHECK(files[3].content.empty());
 
+  // A file that grew past the host's bound since the manifest: the agent stops, the channel lives.
+  write(w.ws / "a.txt", std::string(2000, 'g'));
+  x.entries = {1};
+  x.bounds.max_file_bytes = 1000;
+  auto grown = wait_for<std::int64_t>(h, [&](auto d) { h.client->export_files(x, nullptr, d); });
+  REQUIRE_FALSE(grown);
+  CHECK(grown.error().code == ErrorCode::kLimitExceeded);
+  CHECK_THAT(grown.error().message, Catch::Contains("a.txt is now 2000 bytes, over the limit of 1000"));
+
   x.manifest = m->summary.manifest + 7;
   auto stale = wait_for<std::int64_t>(h, [&](auto d) { h.client->export_files(x, nullptr, d); });
   REQUIRE_FALSE(stale);
