@@ -132,7 +132,9 @@ std::variant<Manifest, RpcError> build_manifest(const std::string& root, const c
   std::vector<std::pair<std::int64_t, std::string>> too_big, sizes;
   for (const auto& path : paths) {
     struct stat st{};
-    if (path.back() == '/' || !parents.ok(path) || ::fstatat(dir, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+    // A path the host would refuse (a ".GIT" folder the agent made, say) is left out rather than
+    // sent: the host treats it as a lie.
+    if (path.back() == '/' || !channel::workspace_path_problem(path).empty() || !parents.ok(path) || ::fstatat(dir, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
         !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
       m.skipped++;
       continue;

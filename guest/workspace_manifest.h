@@ -5,7 +5,7 @@
 // not exclude); the agent then looks at each itself: a regular file is hashed (or its id taken
 // from the stat cache), a symlink's blob is its target, anything else (a deleted tracked file, a
 // directory such as a nested repository, a FIFO) is skipped, and so is any path below a parent
-// that is no longer a real directory. Bounds the host declared are checked and a refusal names
+// that is no longer a real directory, or one the host would refuse (inside a ".GIT" folder). Bounds the host declared are checked and a refusal names
 // the biggest offenders. Blocking; loop thread only.
 #pragma once
 

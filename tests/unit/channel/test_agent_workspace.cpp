@@ -202,6 +202,7 @@ TEST_CASE("agent workspace: manifest sees edits as git add -A would, and export 
   write(w.ws / "debug.log", "ignored\n");
   write(w.ws / "build" / "out.o", "ignored too\n");
   fs::create_directories(w.ws / "empty");
+  write(w.ws / "sub" / ".GIT" / "config", "not a path the host takes\n");
 
   auto m = manifest(h, w);
   REQUIRE(m);
@@ -209,6 +210,7 @@ TEST_CASE("agent workspace: manifest sees edits as git add -A would, and export 
   for (const auto& e : m->entries) paths.push_back(e.path);
   CHECK(paths == std::vector<std::string>{".gitignore", "a.txt", "link", "new/c.bin", "new/up", "tool.sh"});
   CHECK(m->summary.entries == 6);
+  CHECK(m->summary.skipped == 2);  // dir/b.txt (deleted) and sub/.GIT/config
   CHECK(m->summary.stream == 0);  // small: inline
   REQUIRE(find(*m, "a.txt"));
   CHECK(find(*m, "a.txt")->mode == wire::kModeExecutable);
