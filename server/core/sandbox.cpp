@@ -68,6 +68,7 @@ Sandbox::~Sandbox() {
   close_handle(lifetime_);
   close_handle(health_);
   close_handle(channel_grace_);
+  workspace_.reset();
   close_and_release(std::move(link_));
 }
 
@@ -265,7 +266,15 @@ void Sandbox::wind_down(StopReason reason, const std::string& message) {
   // Every process gets its exit, then the channel goes; QEMU last.
   while (!processes_.empty())
     finish_process(processes_.begin()->first, ProcessExit{std::nullopt, SIGKILL, ProcessEndReason::kSandboxGone});
+  workspace_.reset();  // fails its pending operations; none may use the agent after this
   close_and_release(std::move(link_));
+}
+
+Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> Sandbox::workspace() {
+  if (auto ok = allowed(SandboxOp::kReadFiles); !ok) return ok.error();
+  if (!workspace_ || !link_)
+    return make_error(ErrorCode::kWrongState, "sandbox " + id_ + " has no workspace: create it with `workspace` set to a folder");
+  return std::make_pair(workspace_.get(), &link_->agent());
 }
 
 void Sandbox::finalize() {

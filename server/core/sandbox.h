@@ -21,6 +21,7 @@
 #include "server/core/resources.h"
 #include "server/core/sandbox_events.h"
 #include "server/core/sandbox_state.h"
+#include "server/core/sandbox_workspace.h"
 #include "server/vm/vm.h"
 
 namespace lockroom::core {
@@ -63,6 +64,10 @@ class Sandbox {
   std::size_t live_processes() const { return processes_.size(); }
   std::chrono::steady_clock::time_point created() const { return created_; }
   bool has_process(const std::string& process_id) const { return processes_.count(process_id) != 0; }
+  // The workspace copied into this sandbox, if any (owned by the sandbox, gone when it stops).
+  void attach_workspace(std::unique_ptr<SandboxWorkspace> workspace) { workspace_ = std::move(workspace); }
+  // The workspace and the agent to act on it with, while the sandbox is ready.
+  Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> workspace();
   // The QEMU process's pid while the VM runs, else 0.
   int qemu_pid() const { return vm_ ? vm_->pid() : 0; }
 
@@ -88,6 +93,7 @@ class Sandbox {
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   std::unique_ptr<vm::Vm> vm_;
   std::unique_ptr<GuestLink> link_;
+  std::unique_ptr<SandboxWorkspace> workspace_;  // before link_ goes: its operations use the agent
   std::map<std::string, std::unique_ptr<Process>> processes_;
   uv_timer_t* lifetime_ = nullptr;
   uv_timer_t* health_ = nullptr;

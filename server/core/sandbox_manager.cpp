@@ -188,22 +188,95 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
   auto started = Clock::now();
   auto timings = std::make_shared<CreateTimings>();
   auto alive = alive_;
+
+  // The guest starts while the workspace is snapshotted; the two meet in join().
+  struct Join {
+    std::optional<Result<std::string>> sandbox;
+    std::optional<Result<std::unique_ptr<SandboxWorkspace>>> workspace;
+  };
+  auto join_state = std::make_shared<Join>();
+  bool wants_workspace = request.workspace.has_value();
+  auto join = [this, alive, join_state, wants_workspace, limits = *limits, timings, started, done]() {
+    if (!*alive || !join_state->sandbox || (wants_workspace && !join_state->workspace)) return;
+    auto& id = *join_state->sandbox;
+    if (!id) return done(id.error());
+    CreateResult result{*id, config_.accel, limits, *timings, std::nullopt};
+    std::unique_ptr<SandboxWorkspace> workspace;
+    if (wants_workspace) {
+      auto& ws = *join_state->workspace;
+      if (!ws) {
+        destroy(*id, [](Result<void>) {});
+        return done(make_error(ws.error().code, "cannot copy the workspace into the sandbox: " + ws.error().message));
+      }
+      workspace = std::move(*ws);
+    }
+    finish_create(*id, std::move(workspace), std::move(result), started, done);
+  };
+
+  if (wants_workspace) {
+    auto snapshot_started = Clock::now();
+    SandboxWorkspace::snapshot(loop_, config_.paths.cache, std::move(*request.workspace),
+                               [alive, join_state, timings, snapshot_started, join](Result<std::unique_ptr<SandboxWorkspace>> ws) {
+                                 if (!*alive) return;
+                                 timings->snapshot_ms = ms_since(snapshot_started);
+                                 join_state->workspace = std::move(ws);
+                                 join();
+                               });
+  }
   bool first_of_shape = templates_.count(shape_key(*limits)) == 0;
   if (progress) progress(first_of_shape ? "Preparing the guest image" : "Restoring a guest", first_of_shape ? 0 : 50);
   ensure_template(*limits, progress, [=, this, env = std::move(request.env)](Result<std::shared_ptr<vm::VmTemplate>> tpl) mutable {
     if (!*alive) return;
-    if (!tpl) return done(make_error(ErrorCode::kUnavailable, "cannot start a guest: " + tpl.error().message));
+    if (!tpl) {
+      join_state->sandbox = make_error(ErrorCode::kUnavailable, "cannot start a guest: " + tpl.error().message);
+      return join();
+    }
     timings->template_ms = first_of_shape ? ms_since(started) : 0;
     auto restore_started = Clock::now();
     if (progress) progress("Restoring a guest from the template", 60);
     restore(*tpl, *limits, std::move(env), [=, this](Result<std::string> id) {
       if (!*alive) return;
-      if (!id) return done(id.error());
-      timings->restore_ms = ms_since(restore_started);
-      timings->total_ms = ms_since(started);
-      done(CreateResult{*id, config_.accel, *limits, *timings});
+      if (id) timings->restore_ms = ms_since(restore_started);
+      if (id && wants_workspace && progress) progress("Copying the workspace into the sandbox", 80);
+      join_state->sandbox = std::move(id);
+      join();
     });
   });
+}
+
+// The sandbox is up: bring its workspace in (if any), then report it created.
+void SandboxManager::finish_create(const std::string& id, std::unique_ptr<SandboxWorkspace> workspace, CreateResult result,
+                                   Clock::time_point started_at, std::function<void(Result<CreateResult>)> done) {
+  if (!workspace) {
+    result.timings.total_ms = ms_since(started_at);
+    return done(std::move(result));
+  }
+  auto sandbox = sandbox_for(id);
+  if (!sandbox) return done(sandbox.error());
+  SandboxWorkspace* ws = workspace.get();
+  auto snapshot = ws->base();
+  (*sandbox)->attach_workspace(std::move(workspace));
+  auto handle = (*sandbox)->workspace();
+  if (!handle) return done(handle.error());
+  auto alive = alive_;
+  auto import_started = Clock::now();
+  ws->import(*handle->second, [this, alive, id, snapshot, import_started, started_at, result, done](Result<WorkspaceTransfer> t) mutable {
+    if (!*alive) return;
+    if (!t) {
+      destroy(id, [](Result<void>) {});
+      return done(make_error(t.error().code, "cannot copy the workspace into the sandbox: " + t.error().message));
+    }
+    result.timings.import_ms = ms_since(import_started);
+    result.timings.total_ms = ms_since(started_at);
+    result.workspace = WorkspaceSummary{snapshot, *t};
+    done(std::move(result));
+  });
+}
+
+Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> SandboxManager::workspace(const std::string& sandbox_id) {
+  auto sandbox = sandbox_for(sandbox_id);
+  if (!sandbox) return sandbox.error();
+  return (*sandbox)->workspace();
 }
 
 void SandboxManager::restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limits, std::map<std::string, std::string> env,

@@ -22,6 +22,7 @@
 #include "server/core/resources.h"
 #include "server/core/sandbox.h"
 #include "server/core/sandbox_events.h"
+#include "server/core/sandbox_workspace.h"
 #include "server/core/wait_list.h"
 #include "server/vm/accel.h"
 #include "server/vm/image/image_store.h"
@@ -40,12 +41,21 @@ struct ManagerConfig {
 struct CreateRequest {
   ResourceRequest resources;
   std::map<std::string, std::string> env;
+  std::optional<WorkspaceRequest> workspace;  // a host folder to copy in at /workspace
 };
 
 struct CreateTimings {
   std::int64_t total_ms = 0;
   std::int64_t template_ms = 0;  // first create per shape: image (built or found) + template boot + snapshot
   std::int64_t restore_ms = 0;   // QEMU start to agent ready
+  std::int64_t snapshot_ms = 0;  // the workspace snapshot (runs while the guest starts)
+  std::int64_t import_ms = 0;    // the workspace into the guest (pack, send, checkout)
+};
+
+// The workspace a sandbox got: its snapshot (with what was withheld) and the transfer.
+struct WorkspaceSummary {
+  workspace::snapshot::SnapshotResult snapshot;
+  WorkspaceTransfer transfer;
 };
 
 struct CreateResult {
@@ -53,6 +63,7 @@ struct CreateResult {
   vm::Accel accel;
   Resources limits;
   CreateTimings timings;
+  std::optional<WorkspaceSummary> workspace;
 };
 
 struct SandboxSummary {
@@ -79,6 +90,8 @@ class SandboxManager : private SandboxEvents {
   std::vector<SandboxSummary> list() const;
 
   void start_process(const std::string& sandbox_id, ProcessSpec spec, std::function<void(Result<std::string>)> done);
+  // The sandbox's workspace and its agent, for one synchronous call that starts an operation.
+  Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> workspace(const std::string& sandbox_id);
   Result<void> write_stdin(const std::string& process_id, std::string_view bytes);
   Result<void> close_stdin(const std::string& process_id);
   void resize(const std::string& process_id, int cols, int rows, std::function<void(Result<void>)> done);
@@ -98,6 +111,8 @@ class SandboxManager : private SandboxEvents {
   void ensure_image(CreateProgress progress, std::function<void(Result<vm::image::GuestImage>)> done);
   void ensure_template(const Resources& limits, CreateProgress progress,
                        std::function<void(Result<std::shared_ptr<vm::VmTemplate>>)> done);
+  void finish_create(const std::string& id, std::unique_ptr<SandboxWorkspace> workspace, CreateResult result,
+                     std::chrono::steady_clock::time_point started, std::function<void(Result<CreateResult>)> done);
   void restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limits, std::map<std::string, std::string> env,
                std::function<void(Result<std::string>)> done);
   vm::VmSpec base_spec(const vm::image::GuestImage& image, const Resources& limits) const;

@@ -1,0 +1,406 @@
+// One sandbox's workspace: snapshot, transfer, review, apply (see sandbox_workspace.h).
+#include "server/core/sandbox_workspace.h"
+
+#include <climits>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "server/common/uv_work.h"
+#include "server/workspace/review/blob_store.h"
+#include "server/workspace/snapshot/snapshot_store.h"
+
+namespace lockroom::core {
+
+namespace fs = std::filesystem;
+namespace snap = workspace::snapshot;
+namespace review = workspace::review;
+using Clock = std::chrono::steady_clock;
+namespace wire = channel::wire;
+
+namespace {
+
+constexpr std::int64_t kMaxPackBytes = 1LL << 30;
+constexpr int kRefreshAttempts = 3;  // files that change while they are fetched: list again
+
+std::int64_t ms_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+Result<git_oid> parse_oid(const std::string& hex, const char* what) {
+  git_oid oid{};
+  if (hex.size() != GIT_OID_HEXSZ || git_oid_fromstr(&oid, hex.c_str()) != 0)
+    return make_error(ErrorCode::kInternal, std::string("not an object id for the ") + what + ": " + hex);
+  return oid;
+}
+
+std::string oid_hex(const git_oid& oid) {
+  char buf[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(buf, sizeof buf, &oid);
+  return buf;
+}
+
+// The snapshot's commit and its tree, as object ids.
+struct SnapshotIds {
+  git_oid commit{}, tree{};
+};
+Result<SnapshotIds> ids_of(const snap::SnapshotResult& s) {
+  auto commit = parse_oid(s.commit_id, "snapshot commit");
+  if (!commit) return commit.error();
+  auto tree = parse_oid(s.tree_id, "snapshot tree");
+  if (!tree) return tree.error();
+  return SnapshotIds{*commit, *tree};
+}
+
+// Where a workspace's store lives: <cache>/workspaces/<key>/store.git.
+Result<std::pair<std::string, std::string>> real_path_and_store(const std::string& path, const fs::path& cache) {
+  char real[PATH_MAX];
+  if (!realpath(path.c_str(), real))
+    return make_error(ErrorCode::kNotFound, "workspace " + path + " does not exist or cannot be read");
+  if (!fs::is_directory(real)) return make_error(ErrorCode::kInvalidInput, "workspace " + path + " is not a directory");
+  std::string store = (cache / "workspaces" / snap::workspace_store_key(real) / "store.git").string();
+  return std::make_pair(std::string(real), store);
+}
+
+// The snapshot taken for `request`, and its store opened (worker thread).
+struct Snapshotted {
+  std::string real_path, store_dir;
+  workspace::RepoPtr store;
+  snap::SnapshotResult result;
+};
+Result<Snapshotted> take(const WorkspaceRequest& request, const fs::path& cache) {
+  auto where = real_path_and_store(request.path, cache);
+  if (!where) return where.error();
+  snap::SnapshotOptions options;
+  options.secrets = request.secrets;
+  options.limits = request.limits;
+  auto result = snap::take_snapshot(where->first, where->second, options);
+  if (!result) return result.error();
+  auto store = snap::open_store(where->second);
+  if (!store) return store.error();
+  return Snapshotted{where->first, where->second, std::move(*store), std::move(*result)};
+}
+
+}  // namespace
+
+// --- construction and the operation queue ---------------------------------------------------
+
+void SandboxWorkspace::snapshot(uv_loop_t* loop, fs::path cache_dir, WorkspaceRequest request,
+                                Done<std::unique_ptr<SandboxWorkspace>> done) {
+  auto shared_request = std::make_shared<WorkspaceRequest>(std::move(request));
+  run_blocking<Snapshotted>(
+      loop, [shared_request, cache_dir] { return take(*shared_request, cache_dir); },
+      [loop, shared_request, done](Result<Snapshotted> taken) {
+        if (!taken) return done(taken.error());
+        WorkspaceRequest req = *shared_request;
+        req.path = taken->real_path;
+        done(std::unique_ptr<SandboxWorkspace>(
+            new SandboxWorkspace(loop, std::move(req), taken->store_dir, std::move(taken->store), std::move(taken->result))));
+      });
+}
+
+SandboxWorkspace::SandboxWorkspace(uv_loop_t* loop, WorkspaceRequest request, std::string store_dir, workspace::RepoPtr store,
+                                   snap::SnapshotResult base)
+    : loop_(loop), request_(std::move(request)), store_dir_(std::move(store_dir)), store_(std::move(store)), base_(std::move(base)) {}
+
+SandboxWorkspace::~SandboxWorkspace() {
+  *alive_ = false;
+  auto abandon = std::move(abandon_);
+  for (auto& fail : abandon) fail();
+}
+
+void SandboxWorkspace::enqueue(std::function<void(std::function<void()>)> op) {
+  queue_.push_back(std::move(op));
+  if (running_) return;
+  auto alive = alive_;
+  auto next = std::make_shared<std::function<void()>>();
+  *next = [this, alive, next] {
+    if (!*alive) return;
+    if (queue_.empty()) {
+      running_ = false;
+      return;
+    }
+    running_ = true;
+    auto op = std::move(queue_.front());
+    queue_.pop_front();
+    op([alive, next] {
+      if (*alive) (*next)();
+    });
+  };
+  (*next)();
+}
+
+// Wraps `done` so that it runs once: with the result, or with kWrongState if this object goes
+// first. Returns the wrapped callback.
+template <typename T>
+static std::function<void(Result<T>)> once_or_abandoned(std::vector<std::function<void()>>& abandon,
+                                                        std::function<void(Result<T>)> done, std::function<void()> finished) {
+  auto state = std::make_shared<std::pair<std::function<void(Result<T>)>, std::function<void()>>>(std::move(done), std::move(finished));
+  abandon.push_back([state] {
+    auto d = std::move(state->first);
+    if (d) d(make_error(ErrorCode::kWrongState, "the sandbox ended before its workspace operation finished"));
+  });
+  return [state](Result<T> r) {
+    auto d = std::move(state->first);
+    auto f = std::move(state->second);
+    if (d) d(std::move(r));
+    if (f) f();
+  };
+}
+
+// --- snapshot in ----------------------------------------------------------------------------
+
+void SandboxWorkspace::import(channel::AgentClient& agent, Done<WorkspaceTransfer> done) {
+  enqueue([this, &agent, done](std::function<void()> finished) {
+    send_snapshot(agent, base_, std::nullopt, once_or_abandoned<WorkspaceTransfer>(abandon_, done, finished));
+  });
+}
+
+void SandboxWorkspace::send_snapshot(channel::AgentClient& agent, const snap::SnapshotResult& snapshot,
+                                     std::optional<std::string> base_commit, Done<WorkspaceTransfer> done) {
+  auto ids = ids_of(snapshot);
+  if (!ids) return done(ids.error());
+  struct Packed {
+    std::string bytes;
+    std::vector<git_oid> objects;
+    std::int64_t ms = 0;
+  };
+  git_repository* store = store_.get();
+  auto has = std::make_shared<snap::OidSet>(guest_has_);
+  git_oid commit = ids->commit;
+  auto alive = alive_;
+  run_blocking<Packed>(
+      loop_,
+      [store, has, commit]() -> Result<Packed> {
+        auto started = Clock::now();
+        auto objects = snap::objects_to_send(store, commit, *has);
+        if (!objects) return objects.error();
+        Packed packed;
+        packed.objects = std::move(*objects);
+        if (!packed.objects.empty()) {
+          auto info = snap::write_pack(store, packed.objects, [&](std::string_view bytes) -> Result<void> {
+            if (packed.bytes.size() + bytes.size() > static_cast<std::size_t>(kMaxPackBytes))
+              return make_error(ErrorCode::kLimitExceeded, "the workspace pack is larger than 1 GiB");
+            packed.bytes.append(bytes);
+            return {};
+          });
+          if (!info) return info.error();
+        }
+        packed.ms = ms_since(started);
+        return packed;
+      },
+      [this, alive, &agent, snapshot, base_commit, done](Result<Packed> packed) {
+        if (!*alive) return;
+        if (!packed) return done(make_error(packed.error().code, "cannot pack the workspace: " + packed.error().message));
+        WorkspaceTransfer transfer;
+        transfer.objects = packed->objects.size();
+        transfer.pack_bytes = packed->bytes.size();
+        transfer.pack_ms = packed->ms;
+        wire::WorkspaceCheckoutParams checkout;
+        checkout.path = kGuestPath;
+        checkout.commit = snapshot.commit_id;
+        checkout.base = base_commit;
+        checkout.branch = base_.branch.value_or(wire::kDefaultBranch);
+        auto sent = std::make_shared<std::vector<git_oid>>(std::move(packed->objects));
+        auto started = Clock::now();
+        agent.import_workspace(checkout, std::move(packed->bytes), kMaxPackBytes,
+                               [this, alive, sent, transfer, started, done](Result<wire::WorkspaceCheckoutResult> r) mutable {
+                                 if (!*alive) return;
+                                 if (!r) return done(r.error());
+                                 guest_has_.insert(sent->begin(), sent->end());
+                                 transfer.import_ms = ms_since(started);
+                                 done(transfer);
+                               });
+      });
+}
+
+void SandboxWorkspace::sync(channel::AgentClient& agent, Done<WorkspaceTransfer> done) {
+  enqueue([this, &agent, done](std::function<void()> finished) {
+    auto reply = once_or_abandoned<WorkspaceTransfer>(abandon_, done, finished);
+    auto request = std::make_shared<WorkspaceRequest>(request_);
+    fs::path cache = fs::path(store_dir_).parent_path().parent_path().parent_path();
+    auto alive = alive_;
+    run_blocking<Snapshotted>(
+        loop_, [request, cache] { return take(*request, cache); },
+        [this, alive, &agent, reply](Result<Snapshotted> taken) {
+          if (!*alive) return;
+          if (!taken) return reply(taken.error());
+          auto next = std::make_shared<snap::SnapshotResult>(std::move(taken->result));
+          send_snapshot(agent, *next, base_.commit_id, [this, alive, next, reply](Result<WorkspaceTransfer> t) {
+            if (!*alive) return;
+            if (t) {
+              base_ = std::move(*next);
+              reviewed_.reset();  // the base moved: the next review starts from it
+            }
+            reply(std::move(t));
+          });
+        });
+  });
+}
+
+// --- changes out ----------------------------------------------------------------------------
+
+void SandboxWorkspace::refresh(channel::AgentClient& agent, Done<ChangeSet> done) {
+  enqueue([this, &agent, done](std::function<void()> finished) {
+    do_refresh(agent, 1, once_or_abandoned<ChangeSet>(abandon_, done, finished));
+  });
+}
+
+void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done<ChangeSet> done) {
+  auto started = Clock::now();
+  auto alive = alive_;
+  wire::WorkspaceManifestParams params;
+  params.path = kGuestPath;
+  params.bounds.max_entries = static_cast<std::int64_t>(request_.limits.max_files);
+  params.bounds.max_file_bytes = static_cast<std::int64_t>(request_.limits.max_file_bytes);
+  params.bounds.max_total_bytes = static_cast<std::int64_t>(request_.limits.max_total_bytes) * 2;
+  agent.manifest(params, [this, alive, &agent, attempt, started, params, done](Result<channel::WorkspaceManifest> listed) {
+    if (!*alive) return;
+    if (!listed) return done(make_error(listed.error().code, "cannot list the guest's workspace: " + listed.error().message));
+    std::vector<review::ManifestEntry> entries;
+    entries.reserve(listed->entries.size());
+    for (const auto& e : listed->entries) entries.push_back({e.path, e.mode, e.id, e.size});
+    review::ManifestLimits limits;
+    limits.max_entries = static_cast<std::size_t>(params.bounds.max_entries);
+    limits.max_blob_bytes = static_cast<std::uint64_t>(params.bounds.max_file_bytes);
+    limits.max_total_bytes = static_cast<std::uint64_t>(params.bounds.max_total_bytes);
+    auto manifest = std::make_shared<Result<review::Manifest>>(review::validate_manifest(std::move(entries), limits));
+    if (!*manifest) return done(manifest->error());
+    auto missing = review::missing_blobs(store_.get(), **manifest);
+    if (!missing) return done(missing.error());
+
+    // The agent's indexes of the entries whose blobs the store lacks (one per blob).
+    std::set<std::string> wanted;
+    for (const auto& oid : *missing) wanted.insert(oid_hex(oid));
+    std::vector<std::int64_t> indexes;
+    std::map<std::int64_t, std::pair<std::string, std::string>> expected;  // index -> id, path
+    for (std::size_t i = 0; i < listed->entries.size(); ++i) {
+      const auto& e = listed->entries[i];
+      if (wanted.erase(e.id)) {
+        indexes.push_back(static_cast<std::int64_t>(i));
+        expected[static_cast<std::int64_t>(i)] = {e.id, e.path};
+      }
+    }
+
+    auto finish = [this, alive, manifest, started, done](std::uint64_t blobs, std::uint64_t bytes) {
+      auto tree = review::build_result_tree(store_.get(), **manifest);
+      if (!tree) return done(tree.error());
+      auto ids = ids_of(base_);
+      if (!ids) return done(ids.error());
+      auto changes = review::Changes::compute(store_.get(), ids->tree, *tree);
+      if (!changes) return done(changes.error());
+      ChangeSet set;
+      set.changes = std::make_shared<review::Changes>(std::move(*changes));
+      set.refused = (*manifest)->refused;
+      set.blobs_fetched = blobs;
+      set.bytes_fetched = bytes;
+      set.refresh_ms = ms_since(started);
+      if (!set.refused.empty())
+        spdlog::warn("the guest's manifest had {} entries lockroom refused (first: {}: {})", set.refused.size(),
+                     set.refused.front().path, set.refused.front().reason);
+      reviewed_ = set;
+      done(std::move(set));
+    };
+    if (indexes.empty()) return finish(0, 0);
+
+    struct Fetch {
+      std::uint64_t blobs = 0, bytes = 0;
+      bool changed_since_listing = false;
+      std::optional<Error> failed;
+    };
+    auto fetch = std::make_shared<Fetch>();
+    wire::WorkspaceExportParams ex;
+    ex.path = kGuestPath;
+    ex.manifest = listed->summary.manifest;
+    ex.entries = indexes;
+    ex.bounds = params.bounds;
+    agent.export_files(
+        ex,
+        [this, alive, fetch, expected](channel::ExportedFile file) {
+          if (!*alive || fetch->failed) return;
+          auto it = expected.find(file.entry);
+          if (it == expected.end()) return;  // AgentClient checks order and count
+          if (file.id != it->second.first) {
+            fetch->changed_since_listing = true;
+            return;
+          }
+          auto oid = parse_oid(file.id, "exported file");
+          if (!oid) return void(fetch->failed = oid.error());
+          auto stored = review::store_blob(store_.get(), *oid, file.content, it->second.second);
+          if (!stored) return void(fetch->failed = stored.error());
+          fetch->blobs++;
+          fetch->bytes += file.content.size();
+        },
+        [this, alive, &agent, attempt, fetch, finish, done](Result<std::int64_t> r) {
+          if (!*alive) return;
+          if (!r) return done(make_error(r.error().code, "cannot fetch the guest's files: " + r.error().message));
+          if (fetch->failed) return done(*fetch->failed);
+          if (fetch->changed_since_listing) {
+            if (attempt < kRefreshAttempts) return do_refresh(agent, attempt + 1, done);
+            return done(make_error(ErrorCode::kUnavailable,
+                                   "files in the sandbox kept changing while lockroom read them; try again when its processes are quieter"));
+          }
+          finish(fetch->blobs, fetch->bytes);
+        });
+  });
+}
+
+template <typename T>
+void SandboxWorkspace::with_review(channel::AgentClient& agent, std::function<Result<T>(const ChangeSet&)> act, Done<T> done) {
+  enqueue([this, &agent, act, done](std::function<void()> finished) {
+    auto reply = once_or_abandoned<T>(abandon_, done, finished);
+    auto alive = alive_;
+    auto run = [this, alive, act, reply](const ChangeSet& set) {
+      auto shared = std::make_shared<ChangeSet>(set);
+      run_blocking<T>(loop_, [act, shared] { return act(*shared); }, [alive, reply](Result<T> r) {
+        if (*alive) reply(std::move(r));
+      });
+    };
+    if (reviewed_) return run(*reviewed_);
+    do_refresh(agent, 1, [run, reply](Result<ChangeSet> set) {
+      if (!set) return reply(set.error());
+      run(*set);
+    });
+  });
+}
+
+void SandboxWorkspace::apply_worktree(channel::AgentClient& agent, review::Selection selection,
+                                      Done<std::vector<review::FileApplyResult>> done) {
+  std::string dir = request_.path;
+  with_review<std::vector<review::FileApplyResult>>(
+      agent,
+      [selection, dir](const ChangeSet& set) {
+        const auto& c = *set.changes;
+        return review::apply_worktree(c.store(), c.base_tree(), c.result_tree(), dir, selection);
+      },
+      std::move(done));
+}
+
+void SandboxWorkspace::apply_branch(channel::AgentClient& agent, review::Selection selection, BranchApply branch,
+                                    Done<review::BranchOutcome> done) {
+  if (!base_.is_git_repo)
+    return done(make_error(ErrorCode::kWrongState, "the workspace " + request_.path + " is not a git repository: apply to the worktree instead"));
+  if (!base_.repo_prefix.empty())
+    return done(make_error(ErrorCode::kWrongState, "the workspace is the folder " + base_.repo_prefix +
+                                                       " inside its repository; branch mode needs the repository's top folder"));
+  review::BranchRequest request;
+  request.repo_path = request_.path;
+  if (base_.user_head) {
+    auto head = parse_oid(*base_.user_head, "user's HEAD");
+    if (!head) return done(head.error());
+    request.head_at_snapshot = *head;
+  }
+  request.name = branch.name;
+  request.force = branch.force;
+  with_review<review::BranchOutcome>(
+      agent,
+      [selection, request](const ChangeSet& set) {
+        const auto& c = *set.changes;
+        return review::apply_branch(c.store(), c.base_tree(), c.result_tree(), selection, request);
+      },
+      std::move(done));
+}
+
+}  // namespace lockroom::core

@@ -1,0 +1,123 @@
+// SandboxWorkspace: one sandbox's copy of a host workspace — snapshot in, changes out, apply.
+//
+// Made by snapshotting the host directory into lockroom's private store for it
+// (<cache>/workspaces/<key>/store.git, server/workspace/snapshot) on a worker thread. import()
+// sends the guest only the objects it lacks as a git pack and checks the snapshot out at
+// /workspace. refresh() asks the agent for its manifest, fetches only the blobs the store lacks
+// (each checked against its id: the guest is hostile), builds the result tree and diffs it with
+// the base (server/workspace/review). apply_worktree()/apply_branch() act on the result the user
+// last reviewed; nothing reaches the host workspace any other way. sync() snapshots the host
+// again and brings its edits into the guest, which then becomes the new base.
+//
+// Operations run one at a time, in order. When the object goes (its sandbox ended) a pending
+// operation fails with kWrongState. Loop thread only; blocking work runs on libuv's pool.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <uv.h>
+
+#include "server/channel/agent_client.h"
+#include "server/common/result.h"
+#include "server/workspace/review/apply_branch.h"
+#include "server/workspace/review/apply_worktree.h"
+#include "server/workspace/review/changes.h"
+#include "server/workspace/review/manifest.h"
+#include "server/workspace/snapshot/snapshot.h"
+#include "server/workspace/snapshot/transfer.h"
+
+namespace lockroom::core {
+
+struct WorkspaceRequest {
+  std::string path;  // the host directory
+  workspace::snapshot::SecretPolicy secrets;
+  workspace::snapshot::SnapshotLimits limits;
+};
+
+struct WorkspaceTransfer {
+  std::uint64_t objects = 0;
+  std::uint64_t pack_bytes = 0;
+  std::int64_t pack_ms = 0;
+  std::int64_t import_ms = 0;  // send + index-pack + checkout in the guest
+};
+
+// What the review works on: the changes between the base and the guest's tree at one moment.
+struct ChangeSet {
+  std::shared_ptr<workspace::review::Changes> changes;
+  std::vector<workspace::review::EntryRefusal> refused;  // manifest entries refused (a misbehaving guest)
+  std::uint64_t blobs_fetched = 0;
+  std::uint64_t bytes_fetched = 0;
+  std::int64_t refresh_ms = 0;
+};
+
+struct BranchApply {
+  std::string name;  // the branch is lockroom/<name>
+  bool force = false;
+};
+
+class SandboxWorkspace {
+ public:
+  template <typename T>
+  using Done = std::function<void(Result<T>)>;
+
+  // Snapshots `request.path` on a worker thread (blocking I/O), store under `cache_dir`.
+  static void snapshot(uv_loop_t* loop, std::filesystem::path cache_dir, WorkspaceRequest request,
+                       Done<std::unique_ptr<SandboxWorkspace>> done);
+  ~SandboxWorkspace();
+  SandboxWorkspace(const SandboxWorkspace&) = delete;
+  SandboxWorkspace& operator=(const SandboxWorkspace&) = delete;
+
+  // The snapshot the guest's workspace is based on (after sync(): the latest).
+  const workspace::snapshot::SnapshotResult& base() const { return base_; }
+  const std::string& host_path() const { return request_.path; }
+  static constexpr const char* kGuestPath = "/workspace";
+
+  // Brings the base into the guest at /workspace (only the objects it lacks).
+  void import(channel::AgentClient& agent, Done<WorkspaceTransfer> done);
+  // A fresh view of the guest's changes (also while its processes run).
+  void refresh(channel::AgentClient& agent, Done<ChangeSet> done);
+  // The last view refresh() made, if any: what the user reviewed, and what apply acts on.
+  const std::optional<ChangeSet>& reviewed() const { return reviewed_; }
+  // Writes the selected changes of the reviewed view into the host workspace (refreshing first
+  // when nothing was reviewed yet). Three-way merges files the user changed meanwhile.
+  void apply_worktree(channel::AgentClient& agent, workspace::review::Selection selection,
+                      Done<std::vector<workspace::review::FileApplyResult>> done);
+  // Commits the selected changes to lockroom/<name> in the user's repository; their checkout,
+  // index and HEAD are untouched.
+  void apply_branch(channel::AgentClient& agent, workspace::review::Selection selection, BranchApply branch,
+                    Done<workspace::review::BranchOutcome> done);
+  // Snapshots the host again and carries its edits into the guest; the new snapshot becomes the
+  // base. Fails (nothing changed in the guest) when the agent's own edits conflict.
+  void sync(channel::AgentClient& agent, Done<WorkspaceTransfer> done);
+
+ private:
+  SandboxWorkspace(uv_loop_t* loop, WorkspaceRequest request, std::string store_dir, workspace::RepoPtr store,
+                   workspace::snapshot::SnapshotResult base);
+  // Runs `op` after the operations before it; `op` calls its continuation exactly once.
+  void enqueue(std::function<void(std::function<void()> finished)> op);
+  void send_snapshot(channel::AgentClient& agent, const workspace::snapshot::SnapshotResult& snapshot,
+                     std::optional<std::string> base_commit, Done<WorkspaceTransfer> done);
+  void do_refresh(channel::AgentClient& agent, int attempt, Done<ChangeSet> done);
+  template <typename T>
+  void with_review(channel::AgentClient& agent, std::function<Result<T>(const ChangeSet&)> act, Done<T> done);
+
+  uv_loop_t* loop_;
+  WorkspaceRequest request_;
+  std::string store_dir_;
+  workspace::RepoPtr store_;
+  workspace::snapshot::SnapshotResult base_;
+  workspace::snapshot::OidSet guest_has_;  // objects sent to this guest so far
+  std::optional<ChangeSet> reviewed_;
+  std::deque<std::function<void(std::function<void()>)>> queue_;
+  bool running_ = false;
+  std::vector<std::function<void()>> abandon_;  // fail what is in flight when this object goes
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace lockroom::core

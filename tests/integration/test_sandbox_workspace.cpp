@@ -1,0 +1,254 @@
+// Workspace in, diff out, with real guests: a host git repository is snapshotted into a sandbox,
+// a real agent edits it with the guest's own tools, and the changes come back for review and are
+// applied to the host only when asked — merging the user's concurrent edits, reporting conflicts,
+// or committing to a branch without touching the checkout.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "server/workspace/git_util.h"
+#include "tests/integration/sandbox_world.h"
+
+using namespace lockroom;
+using namespace lockroom::testing;
+namespace fs = std::filesystem;
+namespace review = lockroom::workspace::review;
+
+namespace {
+
+std::string sh(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  CHECK(pclose(p) == 0);
+  return out;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+// A host repository: committed files, an uncommitted edit, an untracked file, an ignored one, a
+// secret, an executable and a symlink.
+struct HostRepo {
+  fs::path dir;
+  HostRepo() {
+    char tmpl[] = "/tmp/lockroom-ws-XXXXXX";
+    dir = mkdtemp(tmpl);
+    write_file(dir / "README.md", "# demo\n\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\n");
+    write_file(dir / "src/app.c", "int main(void) {\n  return 0;\n}\n");
+    write_file(dir / "tool.sh", "#!/bin/sh\necho tool\n");
+    chmod((dir / "tool.sh").c_str(), 0755);
+    write_file(dir / ".gitignore", "build/\n");
+    write_file(dir / "notes.txt", "keep me\n");
+    fs::create_symlink("src/app.c", dir / "link-to-app");
+    sh("cd " + dir.string() + " && git init -q -b main && git -c user.name=t -c user.email=t@t add -A && "
+       "git -c user.name=t -c user.email=t@t commit -q -m initial");
+    write_file(dir / "notes.txt", "keep me\nuncommitted edit\n");
+    write_file(dir / "untracked.txt", "new on the host\n");
+    write_file(dir / "build/out.o", "ignored\n");
+    write_file(dir / ".env", "API_KEY=do-not-copy\n");
+  }
+  ~HostRepo() { fs::remove_all(dir); }
+  // Every file under the directory (including .git), with content and mode: proves nothing changed.
+  std::string fingerprint() const {
+    return sh("cd " + dir.string() + " && find . -type f -o -type l | LC_ALL=C sort | while read f; do "
+              "stat -c '%n %a %s' \"$f\"; if [ -L \"$f\" ]; then readlink \"$f\"; else sha1sum < \"$f\"; fi; done");
+  }
+};
+
+struct WorkspaceSandbox {
+  World& w = world();
+  HostRepo repo;
+  std::string id;
+  core::CreateResult created;
+  WorkspaceSandbox() {
+    core::CreateRequest request;
+    request.workspace = core::WorkspaceRequest{repo.dir.string(), {}, {}};
+    std::optional<Result<core::CreateResult>> r;
+    w.manager->create(request, nullptr, [&](Result<core::CreateResult> v) { r = std::move(v); });
+    w.run_until([&] { return r.has_value(); });
+    INFO((r->ok() ? std::string() : r->error().message));
+    REQUIRE(r->ok());
+    created = std::move(**r);
+    id = created.sandbox_id;
+  }
+  ~WorkspaceSandbox() { w.destroy(id); }
+  // Runs a shell command in the guest's /workspace; returns its output, requires exit 0.
+  std::string guest(const std::string& script) {
+    std::string p = w.start(id, {"sh", "-c", "cd /workspace && " + script + " 2>&1"});
+    auto exit = w.wait_exit(p);
+    INFO(w.events.output[p]);
+    REQUIRE(exit.exit_code == 0);
+    return w.events.output[p];
+  }
+  template <typename T, typename Start>
+  T await(Start start) {
+    std::optional<Result<T>> r;
+    start([&](Result<T> v) { r = std::move(v); });
+    w.run_until([&] { return r.has_value(); });
+    INFO((r->ok() ? std::string() : r->error().message));
+    REQUIRE(r->ok());
+    return std::move(**r);
+  }
+  core::ChangeSet refresh() {
+    auto ws = w.manager->workspace(id);
+    REQUIRE(ws.ok());
+    return await<core::ChangeSet>([&](auto done) { ws->first->refresh(*ws->second, done); });
+  }
+  std::vector<review::FileApplyResult> apply(review::Selection selection) {
+    auto ws = w.manager->workspace(id);
+    REQUIRE(ws.ok());
+    return await<std::vector<review::FileApplyResult>>([&](auto done) { ws->first->apply_worktree(*ws->second, selection, done); });
+  }
+};
+
+const review::FileChange* find_change(const core::ChangeSet& set, const std::string& path) {
+  return set.changes->find(path);
+}
+
+}  // namespace
+
+TEST_CASE("the workspace arrives in the guest as a clean git checkout, secrets and ignored files left out", "[sandbox][workspace]") {
+  WorkspaceSandbox s;
+  REQUIRE(s.created.workspace);
+  const auto& snap = s.created.workspace->snapshot;
+  CHECK(snap.is_git_repo);
+  CHECK(std::find(snap.withheld.begin(), snap.withheld.end(), ".env") != snap.withheld.end());
+  CHECK(s.created.workspace->transfer.objects > 0);
+
+  CHECK(s.guest("git status --porcelain") == "");
+  CHECK(s.guest("git rev-parse HEAD") == snap.commit_id + "\n");
+  CHECK(s.guest("cat notes.txt") == "keep me\nuncommitted edit\n");  // the worktree, not HEAD
+  CHECK(s.guest("cat untracked.txt") == "new on the host\n");
+  CHECK(s.guest("test ! -e .env && test ! -e build && echo absent") == "absent\n");
+  CHECK(s.guest("test -x tool.sh && readlink link-to-app") == "src/app.c\n");
+}
+
+TEST_CASE("the guest's edits come back as changes; the host is untouched until apply", "[sandbox][workspace]") {
+  WorkspaceSandbox s;
+  std::string before = s.repo.fingerprint();
+  s.guest("printf 'int main(void) {\\n  return 42;\\n}\\n' > src/app.c && rm untracked.txt && git mv -f README.md README.txt && "
+          "chmod -x tool.sh && mkdir -p 'new dir' && printf 'new file \\303\\251\\n' > \"new dir/$(printf 'caf\\303\\251') file.txt\" && "
+          "head -c 3000 /dev/urandom > blob.bin && ln -s /etc escape && mkdir -p empty/dir");
+  auto set = s.refresh();
+  CHECK(set.refused.empty());
+  const auto* app = find_change(set, "src/app.c");
+  REQUIRE(app);
+  CHECK(app->status == review::ChangeStatus::kModified);
+  CHECK(app->added_lines == 1);
+  CHECK(app->removed_lines == 1);
+  const auto* gone = find_change(set, "untracked.txt");
+  REQUIRE(gone);
+  CHECK(gone->status == review::ChangeStatus::kDeleted);
+  const auto* renamed = find_change(set, "README.txt");
+  REQUIRE(renamed);
+  CHECK(renamed->status == review::ChangeStatus::kRenamed);
+  CHECK(renamed->old_path == "README.md");
+  const auto* tool = find_change(set, "tool.sh");
+  REQUIRE(tool);
+  CHECK(tool->old_mode == 0100755);
+  CHECK(tool->new_mode == 0100644);
+  const auto* added = find_change(set, "new dir/caf\xc3\xa9 file.txt");
+  REQUIRE(added);
+  CHECK(added->status == review::ChangeStatus::kAdded);
+  const auto* bin = find_change(set, "blob.bin");
+  REQUIRE(bin);
+  CHECK(bin->binary);
+  CHECK(find_change(set, "empty/dir") == nullptr);  // empty directories are not changes, as in git
+  CHECK(set.blobs_fetched >= 3);
+
+  CHECK(s.repo.fingerprint() == before);  // reviewing changed nothing on the host
+
+  // A second look fetches only what changed since.
+  s.guest("echo more >> notes.txt");
+  auto again = s.refresh();
+  CHECK(again.blobs_fetched == 1);
+
+  // Apply only src/app.c and the new file: exactly those change on the host.
+  auto results = s.apply(review::Selection::only({{"src/app.c", std::nullopt}, {"new dir/caf\xc3\xa9 file.txt", std::nullopt}}));
+  for (const auto& r : results) CHECK(r.status == review::ApplyStatus::kApplied);
+  CHECK(read_file(s.repo.dir / "src/app.c") == "int main(void) {\n  return 42;\n}\n");
+  CHECK(read_file(s.repo.dir / "new dir/caf\xc3\xa9 file.txt") == "new file \xc3\xa9\n");
+  CHECK(fs::exists(s.repo.dir / "untracked.txt"));   // not selected: still there
+  CHECK(fs::exists(s.repo.dir / "README.md"));
+  CHECK_FALSE(fs::exists(s.repo.dir / "escape"));    // nothing else was written
+}
+
+TEST_CASE("apply merges the user's concurrent edit, reports a conflict and leaves that file alone", "[sandbox][workspace]") {
+  WorkspaceSandbox s;
+  s.guest("sed -i 's/line 9/line 9 from the agent/' README.md && echo 'agent line' >> notes.txt");
+  auto set = s.refresh();
+  REQUIRE(set.changes->list().size() == 2);
+  // Meanwhile on the host: a non-overlapping edit to README.md, an overlapping one to notes.txt.
+  std::string readme = read_file(s.repo.dir / "README.md");
+  readme.replace(readme.find("line 3"), 6, "line 3 from the user");
+  write_file(s.repo.dir / "README.md", readme);
+  write_file(s.repo.dir / "notes.txt", "keep me\nuncommitted edit\nuser line\n");
+
+  auto results = s.apply(review::Selection::all());
+  std::map<std::string, review::ApplyStatus> by_path;
+  for (const auto& r : results) by_path[r.path] = r.status;
+  CHECK(by_path["README.md"] == review::ApplyStatus::kMerged);
+  CHECK(by_path["notes.txt"] == review::ApplyStatus::kConflict);
+  std::string merged = read_file(s.repo.dir / "README.md");
+  CHECK(merged.find("line 3 from the user") != std::string::npos);
+  CHECK(merged.find("line 9 from the agent") != std::string::npos);
+  CHECK(read_file(s.repo.dir / "notes.txt") == "keep me\nuncommitted edit\nuser line\n");  // untouched
+}
+
+TEST_CASE("branch mode commits the changes on lockroom/<name> without touching the checkout", "[sandbox][workspace]") {
+  WorkspaceSandbox s;
+  s.guest("echo 'from the agent' > agent.txt");
+  std::string before = s.repo.fingerprint();
+  std::string head = sh("git -C " + s.repo.dir.string() + " rev-parse HEAD");
+  auto ws = s.w.manager->workspace(s.id);
+  REQUIRE(ws.ok());
+  auto outcome = s.await<review::BranchOutcome>(
+      [&](auto done) { ws->first->apply_branch(*ws->second, review::Selection::all(), core::BranchApply{"task-1", false}, done); });
+  CHECK(outcome.created);
+  CHECK(outcome.ref_name == "refs/heads/lockroom/task-1");
+  CHECK(sh("git -C " + s.repo.dir.string() + " rev-parse lockroom/task-1^") == head);
+  CHECK(sh("git -C " + s.repo.dir.string() + " show lockroom/task-1:agent.txt") == "from the agent\n");
+  CHECK(sh("git -C " + s.repo.dir.string() + " rev-parse HEAD") == head);
+  // The checkout is as it was, except the new ref in .git.
+  std::string after = s.repo.fingerprint();
+  auto strip_git = [](const std::string& f) {
+    std::stringstream in(f), out;
+    std::string line;
+    bool skip = false;
+    while (std::getline(in, line)) {
+      if (line.rfind("./", 0) == 0) skip = line.rfind("./.git/", 0) == 0;
+      if (!skip) out << line << "\n";
+    }
+    return out.str();
+  };
+  CHECK(strip_git(after) == strip_git(before));
+}
+
+TEST_CASE("workspace sync brings host edits in and keeps the agent's own", "[sandbox][workspace]") {
+  WorkspaceSandbox s;
+  s.guest("echo 'agent' > agent.txt");
+  write_file(s.repo.dir / "src/app.c", "int main(void) {\n  return 7;\n}\n");
+  auto ws = s.w.manager->workspace(s.id);
+  REQUIRE(ws.ok());
+  auto transfer = s.await<core::WorkspaceTransfer>([&](auto done) { ws->first->sync(*ws->second, done); });
+  CHECK(transfer.objects <= 4);  // one blob, its trees, the commit: only what changed
+  CHECK(s.guest("cat src/app.c") == "int main(void) {\n  return 7;\n}\n");
+  CHECK(s.guest("cat agent.txt") == "agent\n");
+  auto set = s.refresh();
+  REQUIRE(set.changes->list().size() == 1);
+  CHECK(set.changes->list()[0].path == "agent.txt");
+}
