@@ -81,7 +81,8 @@ void PackReceiver::on_stream_closed(std::uint32_t) {
     GitOptions options;
     options.stdin_path = temp_path_;
     options.max_out = 4096;
-    auto indexed = run_git(workspace_, {"index-pack", "--stdin"}, options);
+    // --fix-thin: a sync's pack may hold deltas against objects the guest already has.
+    auto indexed = run_git(workspace_, {"index-pack", "--stdin", "--fix-thin"}, options);
     if (!indexed) return fail(channel::reset_code::kIoError, indexed.error().message);
     if (!indexed->ok()) return fail(channel::reset_code::kIoError, "git index-pack refused the pack: " + indexed->problem());
   }

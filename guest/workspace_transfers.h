@@ -2,7 +2,7 @@
 //
 //   PackReceiver   workspace.import: takes exactly the announced pack size from the host into a
 //                  temporary file in .git, and at the host's CLOSE stores it with
-//                  `git index-pack --stdin`; answers CLOSE when the objects are in, RESET (code
+//                  `git index-pack --stdin --fix-thin` (a thin pack is completed from the store); answers CLOSE when the objects are in, RESET (code
 //                  3 with git's reason, or 5 for more bytes than announced) when not.
 //   BufferSender   workspace.manifest: sends bytes held in memory, then CLOSE.
 //   ExportSender   workspace.export: one record per requested entry (see messages.h), read from

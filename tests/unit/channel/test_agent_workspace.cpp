@@ -83,11 +83,11 @@ struct World {
     sh("cd " + q(src) + " && git add -A && git commit -q -m " + message);
     return sh("git -C " + q(src) + " rev-parse HEAD");
   }
-  // A pack of what `tip` has and `have` does not.
-  std::string pack(const std::string& tip, const std::string& have = "") {
+  // A pack of what `tip` has and `have` does not; thin (deltas against `have`'s objects) if asked.
+  std::string pack(const std::string& tip, const std::string& have = "", bool thin = false) {
     fs::path file = dir.path / "pack";
-    sh("cd " + q(src) + " && git rev-list --objects " + tip + (have.empty() ? "" : " ^" + have) +
-       " | git pack-objects -q --stdout > " + q(file));
+    sh("cd " + q(src) + " && printf \"%s\\n\" " + tip + (have.empty() ? "" : " ^" + have) + " | git pack-objects -q --revs " +
+       (thin ? "--thin " : "") + "--stdout > " + q(file));
     return slurp(file);
   }
   wire::WorkspaceCheckoutParams checkout(const std::string& commit, std::optional<std::string> base = std::nullopt) const {
@@ -304,13 +304,18 @@ TEST_CASE("agent workspace: a second manifest re-hashes only the file that chang
 
 TEST_CASE("agent workspace: a sync moves the worktree and keeps the guest's own edits", "[channel][e2e][workspace]") {
   World w;
-  std::string c1 = seed(w);
+  seed(w);
+  std::string long_text;
+  for (int i = 0; i < 2000; ++i) long_text += "line " + std::to_string(i) + "\n";
+  write(w.src / "a.txt", long_text);
+  std::string c1 = w.commit("long");
   AgentHarness h;
   REQUIRE(import(h, w, w.checkout(c1), w.pack(c1)));
 
   write(w.ws / "tool.sh", "#!/bin/sh\necho edited in the guest\n");   // a local edit the host did not touch
   write(w.ws / "notes.md", "the agent's notes\n");                    // an untracked file
   write(w.src / "dir" / "b.txt", "bravo, from the host\n");
+  write(w.src / "a.txt", long_text + "one more\n");  // travels as a delta against the guest's a.txt
   write(w.src / "c.txt", "charlie\n");
   fs::remove(w.src / "link");
   std::string c2 = w.commit("host-edits");
@@ -324,9 +329,12 @@ TEST_CASE("agent workspace: a sync moves the worktree and keeps the guest's own 
   CHECK(slurp(w.ws / "dir" / "b.txt") == "bravo\n");
   fs::remove(w.ws / ".git" / "index.lock");
 
-  auto synced = import(h, w, w.checkout(c2, c1), w.pack(c2, c1));
+  std::string thin = w.pack(c2, c1, true);
+  CHECK(thin.size() < w.pack(c2, c1).size());  // it really is thin
+  auto synced = import(h, w, w.checkout(c2, c1), thin);
   REQUIRE(synced);
   CHECK(synced->branch_moved);
+  CHECK(slurp(w.ws / "a.txt") == long_text + "one more\n");
   CHECK(slurp(w.ws / "dir" / "b.txt") == "bravo, from the host\n");
   CHECK(slurp(w.ws / "c.txt") == "charlie\n");
   CHECK_FALSE(fs::exists(fs::symlink_status(w.ws / "link")));
