@@ -113,7 +113,7 @@ std::string seed(World& w) {
   return w.commit("first");
 }
 
-Result<wire::WorkspaceCheckoutResult> import(AgentHarness& h, World& w, const wire::WorkspaceCheckoutParams& p, std::string pack) {
+Result<wire::WorkspaceCheckoutResult> import(AgentHarness& h, const wire::WorkspaceCheckoutParams& p, std::string pack) {
   return wait_for<wire::WorkspaceCheckoutResult>(h, [&](auto done) { h.client->import_workspace(p, std::move(pack), 64 << 20, done); });
 }
 
@@ -129,8 +129,9 @@ const wire::ManifestEntry* find(const channel::WorkspaceManifest& m, const std::
   return nullptr;
 }
 
-// Files written in this moment are "racily clean" and never cached; the cache tests wait them out.
-void let_clock_pass() { std::this_thread::sleep_for(std::chrono::nanoseconds(2 * 100'000'000LL)); }
+// Files written in this moment are "racily clean" and never cached; the cache test waits twice
+// the agent's racy margin (100 ms) so that the checked-out files can be.
+void let_clock_pass() { std::this_thread::sleep_for(200ms); }
 
 }  // namespace
 
@@ -138,7 +139,7 @@ TEST_CASE("agent workspace: import checks a pack out with modes and symlinks, gi
   World w;
   std::string c1 = seed(w);
   AgentHarness h;
-  auto done = import(h, w, w.checkout(c1), w.pack(c1));
+  auto done = import(h, w.checkout(c1), w.pack(c1));
   REQUIRE(done);
   CHECK(done->commit == c1);
   CHECK(done->branch == "main");
@@ -171,7 +172,7 @@ TEST_CASE("agent workspace: a pack that is corrupt, too big or for a missing com
   std::string pack = w.pack(c1);
   std::string broken = pack;
   broken[broken.size() / 2] ^= 0x5a;
-  auto corrupt = import(h, w, w.checkout(c1), broken);
+  auto corrupt = import(h, w.checkout(c1), broken);
   REQUIRE_FALSE(corrupt);
   CHECK_THAT(corrupt.error().message, Catch::Contains("git index-pack refused the pack"));
 
@@ -180,7 +181,7 @@ TEST_CASE("agent workspace: a pack that is corrupt, too big or for a missing com
   CHECK(too_big.error().code == ErrorCode::kLimitExceeded);
   CHECK_THAT(too_big.error().message, Catch::Contains("the limit is 100"));
 
-  auto missing = import(h, w, w.checkout(std::string(40, 'e')), "");
+  auto missing = import(h, w.checkout(std::string(40, 'e')), "");
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == ErrorCode::kNotFound);
   CHECK_THAT(missing.error().message, Catch::Contains("commit eeeeeeeeee") && Catch::Contains("not in the workspace's object store"));
@@ -192,7 +193,7 @@ TEST_CASE("agent workspace: manifest sees edits as git add -A would, and export 
   World w;
   std::string c1 = seed(w);
   AgentHarness h;
-  REQUIRE(import(h, w, w.checkout(c1), w.pack(c1)));
+  REQUIRE(import(h, w.checkout(c1), w.pack(c1)));
 
   write(w.ws / "a.txt", "alpha, edited\n");
   fs::permissions(w.ws / "a.txt", fs::perms::owner_exec, fs::perm_options::add);
@@ -274,7 +275,7 @@ TEST_CASE("agent workspace: a second manifest re-hashes only the file that chang
   for (int i = 0; i < 300; ++i) write(w.src / name(i), "file " + std::to_string(i) + "\n");
   c1 = w.commit("more");
   AgentHarness h;
-  REQUIRE(import(h, w, w.checkout(c1), w.pack(c1)));
+  REQUIRE(import(h, w.checkout(c1), w.pack(c1)));
   let_clock_pass();
 
   auto first = manifest(h, w);
@@ -310,7 +311,7 @@ TEST_CASE("agent workspace: a sync moves the worktree and keeps the guest's own 
   write(w.src / "a.txt", long_text);
   std::string c1 = w.commit("long");
   AgentHarness h;
-  REQUIRE(import(h, w, w.checkout(c1), w.pack(c1)));
+  REQUIRE(import(h, w.checkout(c1), w.pack(c1)));
 
   write(w.ws / "tool.sh", "#!/bin/sh\necho edited in the guest\n");   // a local edit the host did not touch
   write(w.ws / "notes.md", "the agent's notes\n");                    // an untracked file
@@ -322,7 +323,7 @@ TEST_CASE("agent workspace: a sync moves the worktree and keeps the guest's own 
 
   // The agent's own git holding the index lock: a failure that says so, not a conflict.
   write(w.ws / ".git" / "index.lock", "");
-  auto locked = import(h, w, w.checkout(c2, c1), w.pack(c2, c1));
+  auto locked = import(h, w.checkout(c2, c1), w.pack(c2, c1));
   REQUIRE_FALSE(locked);
   CHECK(locked.error().code == ErrorCode::kUnavailable);
   CHECK_THAT(locked.error().message, Catch::Contains("git read-tree failed") && Catch::Contains("index.lock"));
@@ -331,7 +332,7 @@ TEST_CASE("agent workspace: a sync moves the worktree and keeps the guest's own 
 
   std::string thin = w.pack(c2, c1, true);
   CHECK(thin.size() < w.pack(c2, c1).size());  // it really is thin
-  auto synced = import(h, w, w.checkout(c2, c1), thin);
+  auto synced = import(h, w.checkout(c2, c1), thin);
   REQUIRE(synced);
   CHECK(synced->branch_moved);
   CHECK(slurp(w.ws / "a.txt") == long_text + "one more\n");
@@ -350,7 +351,7 @@ TEST_CASE("agent workspace: a sync that meets conflicting guest edits is refused
   World w;
   std::string c1 = seed(w);
   AgentHarness h;
-  REQUIRE(import(h, w, w.checkout(c1), w.pack(c1)));
+  REQUIRE(import(h, w.checkout(c1), w.pack(c1)));
 
   write(w.ws / "a.txt", "alpha, the guest's version\n");
   write(w.ws / "d.txt", "the guest made d.txt\n");
@@ -362,7 +363,7 @@ TEST_CASE("agent workspace: a sync that meets conflicting guest edits is refused
   std::string c2 = w.commit("conflicting");
   std::string status_before = w.status();
 
-  auto refused = import(h, w, w.checkout(c2, c1), w.pack(c2, c1));
+  auto refused = import(h, w.checkout(c2, c1), w.pack(c2, c1));
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == ErrorCode::kWrongState);
   CHECK_THAT(refused.error().message, Catch::Contains("conflict with the update in 3 file(s): a.txt, d.txt, lib; nothing was changed"));
@@ -380,7 +381,7 @@ TEST_CASE("agent workspace: manifest bounds are refused by the agent with the bi
   World w;
   std::string c1 = seed(w);
   AgentHarness h;
-  REQUIRE(import(h, w, w.checkout(c1), w.pack(c1)));
+  REQUIRE(import(h, w.checkout(c1), w.pack(c1)));
   write(w.ws / "big.bin", std::string(5000, 'b'));
   wire::WorkspaceManifestParams p;
   p.path = w.ws.string();
