@@ -45,7 +45,8 @@ json initialize_result(const ServerInfo& info) {
                {"cancellation", true},
                {"workDoneProgress", true},
                {"methods", json::array({"lockroom/echo", "sandbox/create", "sandbox/list", "sandbox/destroy", "process/start",
-                                         "process/write", "process/closeStdin", "process/resize", "process/signal"})}}}}},
+                                         "process/write", "process/closeStdin", "process/resize", "process/signal", "changes/list", "changes/diff",
+                                         "changes/content", "changes/apply", "changes/discard", "workspace/sync"})}}}}},
        }},
   };
 }

@@ -52,7 +52,7 @@ SandboxCreateParams read_sandbox_create(ParamReader& reader) {
   }
   out.kits = reader.strings("kits", false).value_or(std::vector<std::string>{});
   out.env = reader.string_map("env", false).value_or(std::map<std::string, std::string>{});
-  out.workspace = reader.string("workspace", false);
+  out.workspace = read_workspace(reader, "workspace");
   return out;
 }
 

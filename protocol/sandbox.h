@@ -13,6 +13,7 @@
 
 #include "protocol/jsonrpc.h"
 #include "protocol/params.h"
+#include "protocol/workspace.h"
 
 namespace lockroom::protocol {
 
@@ -24,7 +25,7 @@ struct SandboxCreateParams {
   ResourcesParams resources;
   std::vector<std::string> kits;
   std::map<std::string, std::string> env;
-  std::optional<std::string> workspace;
+  std::optional<WorkspaceParams> workspace;
 };
 SandboxCreateParams read_sandbox_create(ParamReader& reader);
 

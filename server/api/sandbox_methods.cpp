@@ -3,6 +3,7 @@
 
 #include "protocol/sandbox.h"
 #include "server/api/error_map.h"
+#include "server/api/workspace_methods.h"
 #include "server/rpc/progress.h"
 
 namespace lockroom::api {
@@ -19,6 +20,18 @@ json limits_json(const core::Resources& r) {
 
 core::ResourceRequest to_request(const protocol::ResourcesParams& p) {
   return core::ResourceRequest{p.cpus, p.memory_mib, p.disk_mib, p.timeout_seconds, p.max_processes, p.max_output_bytes};
+}
+
+core::WorkspaceRequest to_workspace_request(const protocol::WorkspaceParams& p) {
+  core::WorkspaceRequest out;
+  out.path = p.path;
+  out.secrets.withhold = p.withhold;
+  out.secrets.allow = p.allow;
+  out.secrets.replace_defaults = p.replace_default_withhold;
+  if (p.max_files) out.limits.max_files = static_cast<std::uint64_t>(*p.max_files);
+  if (p.max_total_bytes) out.limits.max_total_bytes = static_cast<std::uint64_t>(*p.max_total_bytes);
+  if (p.max_file_bytes) out.limits.max_file_bytes = static_cast<std::uint64_t>(*p.max_file_bytes);
+  return out;
 }
 
 // Answers `reply` with null or the mapped error.
@@ -40,12 +53,13 @@ void SandboxMethods::bind(core::SandboxManager& manager) {
     ParamReader reader(params);
     auto p = protocol::read_sandbox_create(reader);
     if (!reader.ok()) return reply.error(reader.error());
-    if (p.workspace || !p.kits.empty())
-      return reply.error(protocol::rpc_error::kInvalidParams,
-                         "invalid params: \"workspace\" and \"kits\" are not supported by this lockroom yet; leave them out");
+    if (!p.kits.empty())
+      return reply.error(protocol::rpc_error::kInvalidParams, "invalid params: \"kits\" are not supported by this lockroom yet; leave them out");
     auto progress = std::make_shared<rpc::WorkDoneProgress>(*conn, params);
     progress->begin("Starting sandbox", 0);
-    m->create(core::CreateRequest{to_request(p.resources), std::move(p.env)},
+    core::CreateRequest request{to_request(p.resources), std::move(p.env), std::nullopt};
+    if (p.workspace) request.workspace = to_workspace_request(*p.workspace);
+    m->create(std::move(request),
               [progress](const std::string& message, int percent) { progress->report(message, percent); },
               [reply, progress, m](Result<core::CreateResult> r) {
                 if (!r) {
@@ -58,11 +72,17 @@ void SandboxMethods::bind(core::SandboxManager& manager) {
                   return;
                 }
                 const auto& t = r->timings;
-                reply.result(json{{"sandboxId", r->sandbox_id},
-                                  {"accel", vm::accel_name(r->accel)},
-                                  {"state", "ready"},
-                                  {"limits", limits_json(r->limits)},
-                                  {"timings", {{"totalMs", t.total_ms}, {"templateMs", t.template_ms}, {"restoreMs", t.restore_ms}}}});
+                json result{{"sandboxId", r->sandbox_id},
+                            {"accel", vm::accel_name(r->accel)},
+                            {"state", "ready"},
+                            {"limits", limits_json(r->limits)},
+                            {"timings", {{"totalMs", t.total_ms}, {"templateMs", t.template_ms}, {"restoreMs", t.restore_ms}}}};
+                if (r->workspace) {
+                  result["workspace"] = workspace_summary_json(*r->workspace);
+                  result["timings"]["snapshotMs"] = t.snapshot_ms;
+                  result["timings"]["importMs"] = t.import_ms;
+                }
+                reply.result(std::move(result));
               });
   });
 

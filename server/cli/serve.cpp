@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "server/api/sandbox_methods.h"
+#include "server/api/workspace_methods.h"
 #include "server/cli/command.h"
 #include "server/cli/sandbox_config.h"
 #include "server/common/uv_handle.h"
@@ -72,6 +73,7 @@ int run_serve(const ServeOptions& options, const std::string& version) {
     rpc::LspServer server(connection, protocol::ServerInfo{"lockroom", version}, finish);
     rpc::register_builtin_methods(connection);
     events.bind(manager);
+    api::bind_workspace_methods(connection, manager);
     if (options.test_mode) rpc::register_test_methods(connection);
 
     SignalWatch watch(&loop, [&](int signum) {

@@ -403,4 +403,86 @@ void SandboxWorkspace::apply_branch(channel::AgentClient& agent, review::Selecti
       std::move(done));
 }
 
+// --- discard ----------------------------------------------------------------------------------
+
+void SandboxWorkspace::discard(channel::AgentClient& agent, std::optional<std::vector<std::string>> paths, Done<std::size_t> done) {
+  enqueue([this, &agent, paths, done](std::function<void()> finished) {
+    auto reply = once_or_abandoned<std::size_t>(abandon_, done, finished);
+    auto alive = alive_;
+    std::string base = base_.commit_id;
+    if (!paths) {
+      // Everything: the branch, index and worktree back to the snapshot; untracked files go
+      // (ignored ones, such as build output, stay).
+      return run_git(agent, "git reset -q --hard \"$0\" && git clean -fdq", {base}, [this, alive, reply](Result<void> r) {
+        if (!*alive) return;
+        reviewed_.reset();
+        if (!r) return reply(r.error());
+        reply(std::size_t{0});
+      });
+    }
+    // Chosen paths: each back to its base version, or removed when the base has none. A rename
+    // is undone as a whole (its old path is restored too).
+    auto ids = ids_of(base_);
+    if (!ids) return reply(ids.error());
+    workspace::TreePtr tree;
+    {
+      git_tree* t = nullptr;
+      if (git_tree_lookup(&t, store_.get(), &ids->tree) != 0) return reply(make_error(ErrorCode::kInternal, workspace::git_error_text("base tree", -1)));
+      tree.reset(t);
+    }
+    std::set<std::string> touched(paths->begin(), paths->end());
+    if (reviewed_)
+      for (const auto& p : *paths)
+        if (const auto* change = reviewed_->changes->find(p)) {
+          touched.insert(change->path);
+          touched.insert(change->old_path);
+        }
+    std::vector<std::string> restore{base}, remove;
+    for (const auto& p : touched) {
+      if (p.empty()) continue;
+      git_tree_entry* entry = nullptr;
+      if (git_tree_entry_bypath(&entry, tree.get(), p.c_str()) == 0) {
+        git_tree_entry_free(entry);
+        restore.push_back(p);
+      } else {
+        remove.push_back(p);
+      }
+    }
+    std::size_t count = touched.size();
+    std::string script = "set -e; b=\"$0\"; n=$1; shift; i=0; for p; do i=$((i+1)); "
+                         "if [ $i -le $n ]; then git checkout -q \"$b\" -- \"$p\"; else rm -rf -- \"$p\"; fi; done";
+    std::vector<std::string> args{base, std::to_string(restore.size() - 1)};
+    args.insert(args.end(), restore.begin() + 1, restore.end());
+    args.insert(args.end(), remove.begin(), remove.end());
+    run_git(agent, script, args, [this, alive, count, reply](Result<void> r) {
+      if (!*alive) return;
+      reviewed_.reset();
+      if (!r) return reply(r.error());
+      reply(count);
+    });
+  });
+}
+
+// Runs `sh -c script args...` in the guest's workspace; fails with its stderr unless it exits 0.
+void SandboxWorkspace::run_git(channel::AgentClient& agent, std::string script, std::vector<std::string> args, Done<void> done) {
+  wire::ProcessStartParams params;
+  params.argv = {"sh", "-c", std::move(script)};
+  params.argv.insert(params.argv.end(), args.begin(), args.end());
+  params.cwd = kGuestPath;
+  auto err = std::make_shared<std::string>();
+  auto reported = std::make_shared<bool>(false);
+  channel::ProcessEvents events;
+  events.on_output = [err](channel::OutputKind, std::string_view bytes) {
+    if (err->size() < 4096) err->append(bytes.substr(0, 4096 - err->size()));
+  };
+  events.on_exit = [err, reported, done](const wire::ProcessExited& exited) {
+    if (std::exchange(*reported, true)) return;
+    if (exited.exit_code && *exited.exit_code == 0) return done({});
+    done(make_error(ErrorCode::kUnavailable, "git in the sandbox failed: " + (err->empty() ? std::string("no output") : *err)));
+  };
+  agent.start_process(params, std::move(events), [reported, done](Result<wire::ProcessStartResult> r) {
+    if (!r && !std::exchange(*reported, true)) done(r.error());
+  });
+}
+
 }  // namespace lockroom::core

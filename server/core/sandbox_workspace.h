@@ -92,6 +92,9 @@ class SandboxWorkspace {
   // index and HEAD are untouched.
   void apply_branch(channel::AgentClient& agent, workspace::review::Selection selection, BranchApply branch,
                     Done<workspace::review::BranchOutcome> done);
+  // Undoes the guest's changes to `paths` (all of them when absent): files back to the base,
+  // new files removed. The host is not touched.
+  void discard(channel::AgentClient& agent, std::optional<std::vector<std::string>> paths, Done<std::size_t> done);
   // Snapshots the host again and carries its edits into the guest; the new snapshot becomes the
   // base. Fails (nothing changed in the guest) when the agent's own edits conflict.
   void sync(channel::AgentClient& agent, Done<WorkspaceTransfer> done);
@@ -104,6 +107,7 @@ class SandboxWorkspace {
   void send_snapshot(channel::AgentClient& agent, const workspace::snapshot::SnapshotResult& snapshot,
                      std::optional<std::string> base_commit, Done<WorkspaceTransfer> done);
   void do_refresh(channel::AgentClient& agent, int attempt, Done<ChangeSet> done);
+  void run_git(channel::AgentClient& agent, std::string script, std::vector<std::string> args, Done<void> done);
   template <typename T>
   void with_review(channel::AgentClient& agent, std::function<Result<T>(const ChangeSet&)> act, Done<T> done);
 

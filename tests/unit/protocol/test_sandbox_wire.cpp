@@ -17,7 +17,8 @@ TEST_CASE("sandbox wire: sandbox/create reads every field", "[protocol][sandbox]
   CHECK_FALSE(p.resources.disk_mib.has_value());
   CHECK(p.kits == std::vector<std::string>{"node"});
   CHECK(p.env.at("A") == "1");
-  CHECK(p.workspace == "/src");
+  REQUIRE(p.workspace);
+  CHECK(p.workspace->path == "/src");
 }
 
 TEST_CASE("sandbox wire: bad fields are named with their path", "[protocol][sandbox]") {

@@ -1,0 +1,233 @@
+// changes/* and workspace/sync handlers; see workspace_methods.h.
+#include "server/api/workspace_methods.h"
+
+#include "protocol/sandbox.h"
+#include "protocol/workspace.h"
+#include "server/api/error_map.h"
+
+namespace lockroom::api {
+
+using protocol::json;
+using protocol::ParamReader;
+using rpc::Reply;
+namespace review = workspace::review;
+
+namespace {
+
+std::string oid_hex(const git_oid& oid) {
+  char buf[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(buf, sizeof buf, &oid);
+  return buf;
+}
+
+json change_json(const review::FileChange& c) {
+  json j{{"path", c.path},
+         {"status", review::status_name(c.status)},
+         {"binary", c.binary},
+         {"added", c.added_lines},
+         {"removed", c.removed_lines},
+         {"oldMode", protocol::mode_json(c.old_mode)},
+         {"newMode", protocol::mode_json(c.new_mode)}};
+  if (c.old_path != c.path) j["oldPath"] = c.old_path;
+  return j;
+}
+
+json refused_json(const std::vector<review::EntryRefusal>& refused) {
+  json out = json::array();
+  for (const auto& r : refused) out.push_back({{"path", r.path}, {"reason", r.reason}});
+  return out;
+}
+
+json hunk_json(const review::Hunk& h) {
+  json lines = json::array();
+  for (const auto& l : h.lines) {
+    json line{{"origin", std::string(1, l.origin)}};
+    protocol::put_text_or_base64(line, "text", l.text);
+    lines.push_back(std::move(line));
+  }
+  return json{{"id", h.id},
+              {"header", h.header},
+              {"oldStart", h.old_start},
+              {"oldLines", h.old_lines},
+              {"newStart", h.new_start},
+              {"newLines", h.new_lines},
+              {"lines", std::move(lines)}};
+}
+
+json file_diff_json(const review::FileDiff& d) {
+  json j = change_json(d.change);
+  json hunks = json::array();
+  for (const auto& h : d.hunks) hunks.push_back(hunk_json(h));
+  j["hunks"] = std::move(hunks);
+  protocol::put_text_or_base64(j, "patch", d.patch);
+  return j;
+}
+
+review::Selection to_selection(const std::optional<std::vector<protocol::FileSelectionWire>>& select) {
+  if (!select) return review::Selection::all();
+  std::vector<review::FileSelection> files;
+  for (const auto& s : *select) files.push_back({s.path, s.hunks});
+  return review::Selection::only(std::move(files));
+}
+
+// The sandbox's workspace, or the error reply already sent.
+std::optional<std::pair<core::SandboxWorkspace*, channel::AgentClient*>> workspace_or_reply(core::SandboxManager& m,
+                                                                                         const std::string& id, Reply& reply) {
+  auto ws = m.workspace(id);
+  if (!ws) {
+    reply.error(to_rpc_error(ws.error()));
+    return std::nullopt;
+  }
+  return *ws;
+}
+
+json list_json(const core::ChangeSet& set) {
+  json files = json::array();
+  for (const auto& c : set.changes->list()) files.push_back(change_json(c));
+  return json{{"files", std::move(files)},
+              {"refused", refused_json(set.refused)},
+              {"fetched", {{"blobs", set.blobs_fetched}, {"bytes", set.bytes_fetched}}},
+              {"ms", set.refresh_ms}};
+}
+
+}  // namespace
+
+json workspace_summary_json(const core::WorkspaceSummary& s) {
+  json skipped = json::array();
+  for (const auto& e : s.snapshot.skipped) skipped.push_back({{"path", e.path}, {"reason", e.reason}});
+  return json{{"path", core::SandboxWorkspace::kGuestPath},
+              {"host", s.snapshot.is_git_repo ? "git" : "folder"},
+              {"commit", s.snapshot.commit_id},
+              {"branch", s.snapshot.branch ? json(*s.snapshot.branch) : json(nullptr)},
+              {"files", s.snapshot.file_count},
+              {"bytes", s.snapshot.total_bytes},
+              {"withheld", s.snapshot.withheld},
+              {"skipped", std::move(skipped)},
+              {"transfer", {{"objects", s.transfer.objects}, {"packBytes", s.transfer.pack_bytes}}}};
+}
+
+void bind_workspace_methods(rpc::Connection& connection, core::SandboxManager& manager) {
+  rpc::Dispatcher& d = connection.dispatcher();
+  core::SandboxManager* m = &manager;
+
+  d.on_request("changes/list", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_changes_diff(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
+    if (!ws) return;
+    ws->first->refresh(*ws->second, [reply](Result<core::ChangeSet> set) {
+      if (!set) return reply.error(to_rpc_error(set.error()));
+      reply.result(list_json(*set));
+    });
+  });
+
+  d.on_request("changes/diff", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_changes_diff(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
+    if (!ws) return;
+    auto answer = [reply, path = p.path](Result<core::ChangeSet> set) {
+      if (!set) return reply.error(to_rpc_error(set.error()));
+      json files = json::array();
+      if (path) {
+        auto diff = set->changes->diff(*path);
+        if (!diff) return reply.error(to_rpc_error(diff.error()));
+        files.push_back(file_diff_json(*diff));
+      } else {
+        auto diffs = set->changes->diff_all();
+        if (!diffs) return reply.error(to_rpc_error(diffs.error()));
+        for (const auto& d : *diffs) files.push_back(file_diff_json(d));
+      }
+      reply.result(json{{"files", std::move(files)}, {"refused", refused_json(set->refused)}});
+    };
+    if (!p.refresh && ws->first->reviewed()) return answer(*ws->first->reviewed());
+    ws->first->refresh(*ws->second, answer);
+  });
+
+  d.on_request("changes/content", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_changes_content(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
+    if (!ws) return;
+    auto answer = [reply, p](Result<core::ChangeSet> set) {
+      if (!set) return reply.error(to_rpc_error(set.error()));
+      auto content = set->changes->content(p.path, p.base ? review::Side::kBase : review::Side::kCurrent);
+      if (!content) return reply.error(to_rpc_error(content.error()));
+      json out{{"path", p.path}, {"side", p.base ? "base" : "current"}, {"binary", content->binary}, {"mode", protocol::mode_json(content->mode)}};
+      protocol::put_text_or_base64(out, "data", content->bytes);
+      reply.result(std::move(out));
+    };
+    if (ws->first->reviewed()) return answer(*ws->first->reviewed());
+    ws->first->refresh(*ws->second, answer);
+  });
+
+  d.on_request("changes/apply", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_changes_apply(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
+    if (!ws) return;
+    if (p.branch_mode) {
+      ws->first->apply_branch(*ws->second, to_selection(p.select), core::BranchApply{p.branch, p.force},
+                              [reply](Result<review::BranchOutcome> r) {
+                                if (!r) return reply.error(to_rpc_error(r.error()));
+                                json refused = json::array();
+                                for (const auto& x : r->refused) refused.push_back({{"path", x.path}, {"reason", x.reason}});
+                                json out{{"mode", "branch"}, {"created", r->created}, {"conflicts", r->conflicts}, {"refused", std::move(refused)}};
+                                if (r->created) {
+                                  out["branch"] = r->ref_name;
+                                  out["commit"] = oid_hex(r->commit);
+                                }
+                                reply.result(std::move(out));
+                              });
+      return;
+    }
+    ws->first->apply_worktree(*ws->second, to_selection(p.select), [reply](Result<std::vector<review::FileApplyResult>> r) {
+      if (!r) return reply.error(to_rpc_error(r.error()));
+      json files = json::array();
+      std::map<std::string, int> counts;
+      for (const auto& f : *r) {
+        json j{{"path", f.path}, {"status", review::apply_status_name(f.status)}};
+        if (f.old_path != f.path && !f.old_path.empty()) j["oldPath"] = f.old_path;
+        if (!f.reason.empty()) j["reason"] = f.reason;
+        if (!f.conflict_text.empty()) protocol::put_text_or_base64(j, "conflict", f.conflict_text);
+        counts[review::apply_status_name(f.status)]++;
+        files.push_back(std::move(j));
+      }
+      reply.result(json{{"mode", "worktree"}, {"files", std::move(files)}, {"counts", counts}});
+    });
+  });
+
+  d.on_request("changes/discard", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_changes_discard(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
+    if (!ws) return;
+    ws->first->discard(*ws->second, p.paths, [reply](Result<std::size_t> r) {
+      if (!r) return reply.error(to_rpc_error(r.error()));
+      reply.result(json{{"discarded", *r}});
+    });
+  });
+
+  d.on_request("workspace/sync", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_sandbox_id(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
+    if (!ws) return;
+    core::SandboxWorkspace* target = ws->first;
+    target->sync(*ws->second, [reply, target](Result<core::WorkspaceTransfer> t) {
+      if (!t) return reply.error(to_rpc_error(t.error()));
+      reply.result(json{{"commit", target->base().commit_id},
+                        {"files", target->base().file_count},
+                        {"withheld", target->base().withheld},
+                        {"transfer", {{"objects", t->objects}, {"packBytes", t->pack_bytes}, {"packMs", t->pack_ms}, {"importMs", t->import_ms}}}});
+    });
+  });
+}
+
+}  // namespace lockroom::api
