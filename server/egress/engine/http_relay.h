@@ -1,0 +1,103 @@
+// HttpRelay: HTTP/1.1 requests from the guest, one after another on one connection, each
+// decided, rewritten, relayed and audited on its own.
+//
+// Two modes. As a forward proxy (no tunnel): absolute-form requests, each gated by the policy
+// (and the approval hook), sent to an upstream opened for its host and port (kept for the next
+// request to the same place, replaced for another; `https://` URLs get TLS upstream); CONNECT is
+// handed to the session, which turns the connection into a Tunnel. Inside an inspected tunnel:
+// origin-form requests to the tunnel's host, already decided for the tunnel, sent over a
+// verified TLS connection upstream (the tunnel's TCP connection first, new ones after).
+//
+// Per request: secrets are put into the head (inject_secrets) and a sentinel headed for a host
+// outside its secret's scope blocks the request (403, audited "block" as exfiltration) — in the
+// head or in the body (SentinelScanner over the de-chunked body; a piece holding a sentinel is
+// never forwarded). The body is relayed as it came; the response head is re-serialised without
+// hop-by-hop headers and its body relayed as it came. Backpressure both ways: reading one side
+// pauses while the other side's buffer is above its mark. The guest's next request is read only
+// after the response ended (a pipelined request waits in a bounded buffer).
+// Loop thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/egress/engine/proxy_core.h"
+#include "server/egress/engine/sides.h"
+#include "server/egress/policy/audit.h"
+#include "server/egress/policy/http_head.h"
+#include "server/egress/policy/sentinel.h"
+
+namespace lockroom::egress {
+
+class Session;
+
+class HttpRelay {
+ public:
+  struct InsideTunnel {
+    Host host;
+    std::uint16_t port = 0;
+    std::string sni;
+    GateResult decision;                                   // the tunnel's
+    std::unique_ptr<tls::UpstreamConnection> connected;    // used by the first request
+  };
+
+  HttpRelay(Session& session, std::optional<InsideTunnel> tunnel);
+  ~HttpRelay();
+  // Starts reading the guest's requests; `received` are bytes that already arrived.
+  void start(std::string received);
+  // Stops: closes the upstream and ignores everything after.
+  void stop();
+
+ private:
+  enum class Phase { kHead, kGate, kConnecting, kExchange, kDone };
+
+  void process();
+  void begin_request();
+  void gated(const GateResult& decision);
+  void connected(Result<std::unique_ptr<tls::UpstreamConnection>> result);
+  void use_upstream(std::unique_ptr<tls::UpstreamConnection> connection);
+  void send_head();
+  void pump_request_body();
+  void on_upstream_data(std::string_view bytes);
+  void on_upstream_end();
+  void on_upstream_error(const std::string& why);
+  void on_client_end();
+  void response_complete();
+  void refuse(int status, const std::string& text, const std::string& decision, const std::string& rule,
+              const std::string& reason);
+  void audit(const std::string& decision, const std::string& rule, const std::string& reason);
+  void drop_upstream();
+  bool write_client(std::string_view bytes);
+  RequestHeadParser new_request_parser() const;
+  std::string sentinel_outside_scope(const std::vector<SentinelMatch>& matches) const;
+
+  Session& session_;
+  ProxyCore& core_;
+  std::optional<InsideTunnel> tunnel_;
+  Phase phase_ = Phase::kHead;
+  std::string in_;  // guest bytes not used yet
+  RequestHeadParser request_;
+  std::optional<ResponseHeadParser> response_;
+  RequestHead head_;
+  std::optional<SentinelScanner> body_scanner_;
+  std::vector<std::string> sentinels_;
+  std::unique_ptr<Side> upstream_;
+  std::string upstream_key_;
+  std::vector<std::unique_ptr<Side>> closed_upstreams_;  // destroyed with the relay, never inside their callbacks
+  std::unique_ptr<tls::UpstreamConnect> connecting_;
+  std::vector<std::unique_ptr<tls::UpstreamConnect>> spent_connects_;
+  AuditRecord record_;
+  std::chrono::steady_clock::time_point started_;
+  bool request_done_ = false;
+  bool response_head_done_ = false;
+  bool upstream_reusable_ = false;
+  bool client_ended_ = false;
+  bool close_after_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace lockroom::egress

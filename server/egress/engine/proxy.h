@@ -1,0 +1,115 @@
+// egress::Proxy: the host side of one sandbox's network access.
+//
+// One Proxy per sandbox, on the server's libuv loop. Guest connections arrive through
+// ClientStream adapters (client_stream.h):
+//   accept_http(stream)   the guest's client talks to a forward HTTP proxy: absolute-form
+//                         requests (each decided, relayed and audited on its own; keep-alive) and
+//                         CONNECT host:port (a tunnel)
+//   accept_socks(stream, host, port, verdict)
+//                         the guest already did the SOCKS handshake; the proxy decides, connects,
+//                         calls verdict(ok, SOCKS reply code, reason) and then relays
+// Every target is decided by the policy (rules.h: deny wins; `ask` goes to the approval hook,
+// and without a hook it is denied), then resolved on the host, and every resolved address is
+// checked (check_address) before it is connected to, so a name that resolves to a private or
+// metadata address is refused. Tunnels to hosts that have a secret or that the policy marks for
+// inspection are terminated with the sandbox's own CA (made here, per Proxy; its key never
+// leaves this process) so secrets can be put into requests and sentinels caught; other TLS is
+// relayed end to end after the SNI was checked against the policy too.
+//
+// Each decision is one AuditRecord, appended to the audit log (when a path is given) and passed
+// to on_event. Everything runs on the loop thread, including the hooks; nothing blocks: the
+// secret values are resolved by the caller beforehand (resolve_secret_values on a worker thread).
+// close(done) ends every session and frees every handle; done runs once all are closed.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <uv.h>
+
+#include "server/common/result.h"
+#include "server/egress/engine/client_stream.h"
+#include "server/egress/policy/audit.h"
+#include "server/egress/policy/rules.h"
+#include "server/egress/policy/secrets.h"
+#include "server/egress/tls/tls_contexts.h"
+
+namespace lockroom::egress {
+
+struct ApprovalQuestion {
+  std::string sandbox;
+  std::string host;
+  std::uint16_t port = 0;
+  std::string scheme;  // "http", "https" or "tcp"
+  std::string method;  // for plain HTTP requests
+  std::string path;
+  std::string reason;  // why the policy could not decide
+};
+
+enum class ApprovalAnswer { kAllowOnce, kAllowSandbox, kDeny };
+const char* approval_answer_name(ApprovalAnswer answer);
+
+// Call the reply once, on the loop thread; later calls are ignored, and a reply after the
+// connection went away (or the Proxy closed) is harmless. kAllowSandbox adds an allow rule
+// named "user" for that host and port to the front of the policy.
+using ApprovalReply = std::function<void(ApprovalAnswer)>;
+using ApprovalHook = std::function<void(const ApprovalQuestion&, ApprovalReply)>;
+using SocksVerdict = std::function<void(bool ok, int socks_reply, std::string reason)>;
+
+struct ProxyOptions {
+  std::string sandbox_id;  // 1-40 of [A-Za-z0-9._-]: it names the CA
+  Policy policy;           // used as given (apply with_default_allow beforehand if wanted)
+  std::vector<Secret> secrets;
+  SecretValues secret_values;                 // resolved values of `secrets`, by name
+  std::optional<std::filesystem::path> audit_log;  // per-sandbox JSON-lines file
+  ApprovalHook approve;                             // unset: `ask` means deny
+  std::function<void(const AuditRecord&)> on_event;
+  // How upstream certificates are verified. When `upstream_tls_context` is set it is used (share
+  // one per process: loading the host's trust store takes a while).
+  tls::TlsClientOptions upstream_tls;
+  std::shared_ptr<tls::TlsClientContext> upstream_tls_context;
+  std::chrono::milliseconds connect_timeout{10000};
+  std::size_t high_water = 256u << 10;  // per side: pause the other side's reading above this
+};
+
+struct ProxyStats {
+  std::size_t sessions = 0;              // open now
+  std::size_t peak_buffered_bytes = 0;   // most bytes any one session held toward both sides at once
+  std::uint64_t decisions = 0;           // audit records written
+};
+
+class ProxyCore;
+
+class Proxy {
+ public:
+  static Result<std::unique_ptr<Proxy>> create(uv_loop_t* loop, ProxyOptions options);
+  ~Proxy();  // close() should have run; if not, sessions end and handles close without a callback
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  void accept_http(std::unique_ptr<ClientStream> stream);
+  void accept_socks(std::unique_ptr<ClientStream> stream, std::string host, std::uint16_t port, SocksVerdict verdict);
+
+  // For `network/policy`: new decisions use the new policy; open tunnels keep going.
+  void set_policy(Policy policy);
+  const Policy& policy() const;
+
+  std::string ca_certificate_pem() const;
+  ProxyStats stats() const;
+
+  // Ends every session (connections are reset), frees every handle, then calls `done` on the loop.
+  void close(std::function<void()> done);
+
+ private:
+  explicit Proxy(std::shared_ptr<ProxyCore> core) : core_(std::move(core)) {}
+  std::shared_ptr<ProxyCore> core_;
+};
+
+}  // namespace lockroom::egress

@@ -1,0 +1,197 @@
+// ProxyCore; see proxy_core.h.
+#include "server/egress/engine/proxy_core.h"
+
+#include <netinet/in.h>
+
+#include <spdlog/spdlog.h>
+
+#include "server/common/uv_handle.h"
+#include "server/egress/engine/session.h"
+
+namespace lockroom::egress {
+
+IpAddress ip_address_of(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(address);
+    return IpAddress::v4(ntohl(v4.sin_addr.s_addr));
+  }
+  const auto& v6 = reinterpret_cast<const sockaddr_in6&>(address);
+  std::array<std::uint8_t, 16> bytes{};
+  std::copy(std::begin(v6.sin6_addr.s6_addr), std::end(v6.sin6_addr.s6_addr), bytes.begin());
+  return IpAddress::v6(bytes);
+}
+
+Result<void> ProxyCore::init() {
+  auto ca = tls::SandboxCa::create(options_.sandbox_id);
+  if (!ca) return ca.error();
+  ca_pem_ = ca->certificate_pem();
+  auto leaves = tls::LeafCerts::create(*ca);
+  if (!leaves) return leaves.error();
+  ca_.emplace(std::move(ca.value()));
+  auto server = tls::TlsServerContext::create(std::shared_ptr<tls::LeafCerts>(std::move(leaves.value())));
+  if (!server) return server.error();
+  server_tls_ = std::move(server.value());
+  if (options_.upstream_tls_context) {
+    client_tls_ = options_.upstream_tls_context;
+  } else {
+    auto client = tls::TlsClientContext::create(options_.upstream_tls);
+    if (!client) return client.error();
+    client_tls_ = std::move(client.value());
+  }
+  if (options_.audit_log) {
+    auto log = AuditLog::open(*options_.audit_log);
+    if (!log) return log.error();
+    audit_log_.emplace(std::move(log.value()));
+    for (const auto& [name, value] : options_.secret_values) redact_.push_back(value);
+    audit_log_->set_redacted_values(redact_);
+  }
+  reaper_ = new_handle<uv_timer_t>(this);
+  if (int rc = uv_timer_init(loop_, reaper_); rc < 0) {
+    delete_unopened_handle(reaper_);
+    reaper_ = nullptr;
+    return make_error(ErrorCode::kInternal, std::string("cannot make the proxy's timer: ") + uv_strerror(rc));
+  }
+  return {};
+}
+
+ProxyCore::~ProxyCore() {
+  closed_ = true;
+  std::vector<std::uint64_t> open;
+  for (const auto& [id, session] : sessions_) open.push_back(id);
+  for (std::uint64_t id : open)
+    if (auto it = sessions_.find(id); it != sessions_.end()) it->second->end("the sandbox's network proxy went away");
+  finished_.clear();
+  sessions_.clear();
+  close_handle(reaper_);
+}
+
+Session& ProxyCore::add_session(std::unique_ptr<Session> session) {
+  std::uint64_t id = session->id();
+  auto& slot = sessions_[id];
+  slot = std::move(session);
+  return *slot;
+}
+
+bool ProxyCore::session_open(std::uint64_t id) const {
+  auto it = sessions_.find(id);
+  return it != sessions_.end() && !it->second->ended();
+}
+
+void ProxyCore::finish(std::uint64_t session_id) {
+  auto it = sessions_.find(session_id);
+  if (it == sessions_.end()) return;
+  finished_.push_back(std::move(it->second));
+  sessions_.erase(it);
+  if (reaper_ && !closed_)
+    uv_timer_start(reaper_, [](uv_timer_t* timer) {
+      if (auto* self = static_cast<ProxyCore*>(timer->data)) self->reap();
+    }, 0, 0);
+}
+
+void ProxyCore::reap() { finished_.clear(); }
+
+void ProxyCore::gate(std::uint64_t session_id, const Target& target, ApprovalQuestion question,
+                     std::function<void(GateResult)> then) {
+  Decision decision = decide(options_.policy, target);
+  if (decision.verdict != Verdict::kAsk)
+    return then(GateResult{decision.verdict == Verdict::kAllow, decision.rule, decision.reason});
+  if (!options_.approve)
+    return then(GateResult{false, decision.rule, decision.reason + "; the editor cannot be asked, so it is denied"});
+  question.sandbox = options_.sandbox_id;
+  question.host = target.host.name;
+  question.port = target.port;
+  question.scheme = scheme_name(target.scheme);
+  question.reason = decision.reason;
+  auto replied = std::make_shared<bool>(false);
+  std::weak_ptr<ProxyCore> weak = weak_from_this();
+  options_.approve(question, [weak, session_id, target, then = std::move(then), replied](ApprovalAnswer answer) {
+    if (*replied) return;
+    *replied = true;
+    auto core = weak.lock();
+    if (!core || core->closed_) return;
+    core->answered(session_id, target, answer, then);
+  });
+}
+
+void ProxyCore::answered(std::uint64_t session_id, const Target& target, ApprovalAnswer answer,
+                         const std::function<void(GateResult)>& then) {
+  if (answer == ApprovalAnswer::kAllowSandbox) {
+    Rule rule;
+    rule.action = Action::kAllow;
+    if (target.host.address) {
+      rule.host.kind = HostPattern::Kind::kAddress;
+      rule.host.address = *target.host.address;
+    } else {
+      rule.host.kind = HostPattern::Kind::kExact;
+      rule.host.name = target.host.name;
+    }
+    rule.ports = {PortRange{target.port, target.port}};
+    rule.name = "user";
+    options_.policy.rules.insert(options_.policy.rules.begin(), std::move(rule));
+  }
+  if (!session_open(session_id)) return;  // the guest went away while the user was asked
+  bool allowed = answer != ApprovalAnswer::kDeny;
+  then(GateResult{allowed, "user", std::string("the user answered ") + approval_answer_name(answer)});
+}
+
+bool ProxyCore::must_terminate(const Host& host) const {
+  if (should_inspect(options_.policy, host)) return true;
+  for (const Secret& secret : options_.secrets)
+    if (secret.scoped_to(host)) return true;
+  return false;
+}
+
+std::unique_ptr<tls::UpstreamConnect> ProxyCore::connect(const Target& target, tls::UpstreamConnect::Done done) {
+  // The check reads the policy when each address comes up, so it is the policy of that moment.
+  auto check = [this, port = target.port, scheme = target.scheme](const sockaddr_storage& address) -> Result<void> {
+    AddressCheck checked = check_address(options_.policy, ip_address_of(address), port, scheme);
+    if (checked.allowed) return {};
+    return make_error(ErrorCode::kInvalidInput, checked.reason);
+  };
+  tls::ConnectOptions options;
+  options.timeout = options_.connect_timeout;
+  return tls::UpstreamConnect::start(loop_, tls::UpstreamTarget{target.host.name, target.port, {}}, std::move(check),
+                                     std::move(done), options);
+}
+
+void ProxyCore::emit(const AuditRecord& record) {
+  AuditRecord stamped = record;
+  stamped.sandbox = options_.sandbox_id;
+  ++stats_.decisions;
+  if (audit_log_) {
+    if (Result<void> appended = audit_log_->append(stamped); !appended)
+      spdlog::warn("egress audit log {}: {}", audit_log_->path().string(), appended.error().message);
+  }
+  if (options_.on_event) options_.on_event(stamped);
+}
+
+ProxyStats ProxyCore::stats() const {
+  ProxyStats stats = stats_;
+  stats.sessions = sessions_.size();
+  return stats;
+}
+
+void ProxyCore::close(std::function<void()> done) {
+  if (closed_) return;
+  // libuv runs close callbacks newest first: closing the timer before the sessions' handles makes
+  // its callback (and `done`) come after theirs.
+  if (reaper_) {
+    uv_timer_stop(reaper_);
+    auto* base = reinterpret_cast<uv_handle_t*>(reaper_);
+    base->data = new std::function<void()>(std::move(done));
+    uv_close(base, [](uv_handle_t* handle) {
+      std::unique_ptr<std::function<void()>> then(static_cast<std::function<void()>*>(handle->data));
+      delete reinterpret_cast<uv_any_handle*>(handle);
+      if (then && *then) (*then)();
+    });
+    reaper_ = nullptr;
+  }
+  std::vector<std::uint64_t> open;
+  for (const auto& [id, session] : sessions_) open.push_back(id);
+  for (std::uint64_t id : open)
+    if (auto it = sessions_.find(id); it != sessions_.end()) it->second->end("the sandbox's network proxy is closing");
+  closed_ = true;
+  finished_.clear();
+}
+
+}  // namespace lockroom::egress

@@ -1,0 +1,95 @@
+// ProxyCore: what every session of one Proxy shares (proxy.h is the public face).
+//
+// It holds the policy, the secrets, the sandbox CA and TLS contexts, the audit log and the open
+// sessions, and offers the sessions four services:
+//   gate()     decide a target; `ask` goes to the approval hook; the continuation runs later
+//              (only if the session is still open)
+//   connect()  resolve and connect with every resolved address checked against the policy
+//   emit()     write one audit record and pass it to on_event
+//   finish()   a session is done: it is destroyed on a later loop turn, never inside a callback
+// Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <uv.h>
+
+#include "server/egress/engine/proxy.h"
+#include "server/egress/tls/leaf_certs.h"
+#include "server/egress/tls/sandbox_ca.h"
+#include "server/egress/tls/upstream.h"
+
+namespace lockroom::egress {
+
+class Session;
+
+struct GateResult {
+  bool allowed = false;
+  std::string rule;    // the rule that decided, "default", or "user" after an approval
+  std::string reason;  // for the audit record
+};
+
+// An IP address the kernel gave back, in the policy's form.
+IpAddress ip_address_of(const sockaddr_storage& address);
+
+class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
+ public:
+  ProxyCore(uv_loop_t* loop, ProxyOptions options) : loop_(loop), options_(std::move(options)) {}
+  ~ProxyCore();
+  Result<void> init();
+
+  uv_loop_t* loop() const { return loop_; }
+  const ProxyOptions& options() const { return options_; }
+  const Policy& policy() const { return options_.policy; }
+  void set_policy(Policy policy) { options_.policy = std::move(policy); }
+  const std::vector<Secret>& secrets() const { return options_.secrets; }
+  const SecretValues& secret_values() const { return options_.secret_values; }
+  const std::shared_ptr<tls::TlsServerContext>& server_tls() const { return server_tls_; }
+  const std::shared_ptr<tls::TlsClientContext>& client_tls() const { return client_tls_; }
+  std::string ca_certificate_pem() const { return ca_pem_; }
+
+  Session& add_session(std::unique_ptr<Session> session);
+  void finish(std::uint64_t session_id);
+  std::uint64_t next_session_id() { return ++last_session_id_; }
+
+  // `question` carries host, port, scheme, method and path; the result comes later.
+  void gate(std::uint64_t session_id, const Target& target, ApprovalQuestion question,
+            std::function<void(GateResult)> then);
+  // Whether the tunnel to `host` must be opened up: a secret is scoped to it or it is inspected.
+  bool must_terminate(const Host& host) const;
+  std::unique_ptr<tls::UpstreamConnect> connect(const Target& target, tls::UpstreamConnect::Done done);
+
+  void emit(const AuditRecord& record);
+  void note_buffered(std::size_t bytes) { stats_.peak_buffered_bytes = std::max(stats_.peak_buffered_bytes, bytes); }
+  ProxyStats stats() const;
+
+  void close(std::function<void()> done);
+
+ private:
+  void reap();
+  bool session_open(std::uint64_t id) const;
+  void answered(std::uint64_t session_id, const Target& target, ApprovalAnswer answer,
+                const std::function<void(GateResult)>& then);
+
+  uv_loop_t* loop_;
+  ProxyOptions options_;
+  std::optional<tls::SandboxCa> ca_;
+  std::string ca_pem_;
+  std::shared_ptr<tls::TlsServerContext> server_tls_;
+  std::shared_ptr<tls::TlsClientContext> client_tls_;
+  std::optional<AuditLog> audit_log_;
+  std::vector<std::string> redact_;
+  std::map<std::uint64_t, std::unique_ptr<Session>> sessions_;
+  std::vector<std::unique_ptr<Session>> finished_;
+  uv_timer_t* reaper_ = nullptr;
+  std::uint64_t last_session_id_ = 0;
+  ProxyStats stats_;
+  bool closed_ = false;
+};
+
+}  // namespace lockroom::egress
