@@ -1,0 +1,466 @@
+// bench/workspace: what a user feels when lockroom copies a workspace into a sandbox and hands
+// the agent's changes back, measured through the SandboxManager with the real lockroom-agent on a
+// real source tree (default: a copy of /usr/include committed into a temporary git repository),
+// against peers in the same run.
+//
+//   lockroom-bench-workspace [--runs N] [--first-runs N] [--source DIR]
+//
+// 1. first sync: sandbox create with the workspace -> checked out in the guest, with a cold
+//    store (its directory deleted first) and a warm one; split into snapshot, restore, import.
+//    Peers: `tar c` of the same files streamed through the same channel into `tar x` in a guest
+//    (process stdin), timed to tar's exit; `git clone --local` on the host. Also a plain create
+//    (no workspace), and once, the import's steps one by one in a guest (pack transfer through
+//    stdin, git index-pack, git read-tree -m -u) to see what dominates.
+// 2. incremental sync: 3 files changed on the host, SandboxWorkspace::sync, N runs.
+// 3. review: a guest process changes 100 files; refresh, then list() and diff_all(); N runs, with
+//    the manifest alone and the diff alone (Changes::compute again) timed for the split.
+// Prints Markdown tables (medians, min, max, ratios) for docs/benchmarks/workspace.md.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <uv.h>
+
+#include "bench/common/bench_stats.h"
+#include "bench/workspace/source_tree.h"
+#include "server/common/paths.h"
+#include "server/core/sandbox_manager.h"
+#include "server/vm/accel.h"
+#include "server/workspace/snapshot/snapshot_store.h"
+#include "server/workspace/snapshot/transfer.h"
+
+using namespace lockroom;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+namespace snap = lockroom::workspace::snapshot;
+
+namespace {
+
+double ms(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+struct Sink final : core::SandboxEvents {
+  std::map<std::string, std::string> output;
+  std::map<std::string, core::ProcessExit> exited;
+  std::map<std::string, Clock::time_point> exited_at;
+  void state_changed(const std::string&, core::SandboxState, core::StopReason, const std::string&) override {}
+  void process_output(const std::string&, core::OutputStream, const core::OutputChunk&) override {}
+  void process_bytes(const std::string& pid, core::OutputStream, std::string_view b) override {
+    auto& out = output[pid];
+    if (out.size() < 64 * 1024) out.append(b);
+  }
+  void process_exited(const std::string& pid, const core::ProcessExit& exit) override {
+    exited[pid] = exit;
+    exited_at[pid] = Clock::now();
+  }
+};
+
+struct Bench {
+  uv_loop_t loop{};
+  Sink sink;
+  bench::TempDir state{"lockroom-bench-state"};
+  std::unique_ptr<core::SandboxManager> manager;
+
+  Bench() {
+    uv_loop_init(&loop);
+    core::ManagerConfig config;
+    config.paths.cache = default_paths().cache;
+    config.paths.state = state.path();
+    config.accel = vm::choose_accel(vm::probe_host_virt(), vm::AccelPreference::kAuto).accel;
+    config.agent = LOCKROOM_AGENT;
+    manager = std::make_unique<core::SandboxManager>(&loop, config, sink);
+  }
+  ~Bench() {
+    bool done = false;
+    manager->shutdown([&] { done = true; });
+    while (!done) uv_run(&loop, UV_RUN_ONCE);
+    manager.reset();
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+  }
+  template <typename Pred>
+  void run_until(Pred done) {
+    auto deadline = Clock::now() + 600s;
+    while (!done()) {
+      if (Clock::now() > deadline) throw std::runtime_error("benchmark step timed out after 600 s");
+      uv_run(&loop, UV_RUN_ONCE);
+    }
+  }
+  // Starts an operation that reports a Result<T>, runs the loop until it has, and unwraps it.
+  template <typename T, typename Start>
+  T await(const char* what, Start start) {
+    std::optional<Result<T>> r;
+    start([&](Result<T> v) { r = std::move(v); });
+    run_until([&] { return r.has_value(); });
+    if (!r->ok()) throw std::runtime_error(std::string(what) + ": " + r->error().message);
+    return std::move(**r);
+  }
+  core::CreateResult create(std::optional<core::WorkspaceRequest> workspace = std::nullopt) {
+    core::CreateRequest request;
+    request.workspace = std::move(workspace);
+    return await<core::CreateResult>("sandbox create", [&](auto done) { manager->create(request, nullptr, done); });
+  }
+  void destroy(const std::string& sb) {
+    std::optional<Result<void>> r;
+    manager->destroy(sb, [&](Result<void> v) { r = std::move(v); });
+    run_until([&] { return r.has_value(); });
+    if (!r->ok()) throw std::runtime_error("sandbox destroy: " + r->error().message);
+  }
+  std::string start(const std::string& sb, std::vector<std::string> argv) {
+    return await<std::string>("process start", [&](auto done) {
+      manager->start_process(sb, core::ProcessSpec{std::move(argv), std::nullopt, {}, std::nullopt}, done);
+    });
+  }
+  // Waits for the process; throws with its output unless it exited 0.
+  void wait_ok(const std::string& pid) {
+    run_until([&] { return sink.exited.count(pid) != 0; });
+    const auto& exit = sink.exited[pid];
+    if (exit.exit_code != 0)
+      throw std::runtime_error("a guest process failed (exit " + std::to_string(exit.exit_code.value_or(-1)) + ", signal " +
+                               std::to_string(exit.signal.value_or(0)) + "): " + sink.output[pid]);
+  }
+  // Runs `script` with sh in the guest; milliseconds from the start request to its exit.
+  double guest(const std::string& sb, const std::string& script) {
+    auto t0 = Clock::now();
+    std::string pid = start(sb, {"sh", "-c", script});
+    wait_ok(pid);
+    return ms(t0, sink.exited_at[pid]);
+  }
+  // Writes everything `read` gives (it fills a buffer, 0 at the end) into the process's stdin,
+  // waiting for the channel's credit, then closes it. Returns the byte count.
+  template <typename Read>
+  std::uint64_t feed(const std::string& pid, Read read) {
+    std::vector<char> buf(64 * 1024);
+    std::uint64_t total = 0;
+    std::size_t n;
+    while ((n = read(buf.data(), buf.size())) > 0) {
+      for (;;) {
+        auto w = manager->write_stdin(pid, std::string_view(buf.data(), n));
+        if (w.ok()) break;
+        if (w.error().code != ErrorCode::kLimitExceeded) throw std::runtime_error("writing stdin: " + w.error().message);
+        uv_run(&loop, UV_RUN_ONCE);  // until the guest grants credit
+      }
+      total += n;
+    }
+    auto closed = manager->close_stdin(pid);
+    if (!closed.ok()) throw std::runtime_error("closing stdin: " + closed.error().message);
+    return total;
+  }
+  std::pair<core::SandboxWorkspace*, channel::AgentClient*> workspace(const std::string& sb) {
+    auto ws = manager->workspace(sb);
+    if (!ws.ok()) throw std::runtime_error(ws.error().message);
+    return *ws;
+  }
+};
+
+// The store a workspace's snapshots go to (deleted for a cold create).
+fs::path store_dir_of(const fs::path& workspace) {
+  return default_paths().cache / "workspaces" / snap::workspace_store_key(fs::canonical(workspace).string());
+}
+
+// A shell script that appends `line` to each of `paths` in /workspace.
+std::string edit_script(const std::vector<std::string>& paths, const std::string& line) {
+  std::string s = "cd /workspace && for f in";
+  for (const auto& p : paths) s += " " + bench::shell_quote(p);
+  return s + "; do echo " + bench::shell_quote(line) + " >> \"$f\"; done";
+}
+
+struct FirstSync {
+  std::vector<double> total, restore, snapshot, import, pack, guest_import, workspace_part;
+  std::uint64_t objects = 0, pack_bytes = 0;
+  void add(const core::CreateResult& r) {
+    total.push_back(r.timings.total_ms);
+    restore.push_back(r.timings.restore_ms);
+    snapshot.push_back(r.timings.snapshot_ms);
+    import.push_back(r.timings.import_ms);
+    workspace_part.push_back(r.timings.total_ms - r.timings.restore_ms);
+    if (r.workspace) {
+      pack.push_back(r.workspace->transfer.pack_ms);
+      guest_import.push_back(r.workspace->transfer.import_ms);
+      objects = r.workspace->transfer.objects;
+      pack_bytes = r.workspace->transfer.pack_bytes;
+    }
+  }
+};
+
+void row(const std::string& label, const std::vector<double>& v) { bench::row(label.c_str(), bench::stats(v)); }
+double median(const std::vector<double>& v) { return bench::stats(v).median; }
+double mib(std::uint64_t bytes) { return bytes / 1048576.0; }
+
+// What the benchmark measured, for the tables.
+struct Results {
+  FirstSync cold, warm;
+  std::vector<double> plain, tar, clone;
+  std::uint64_t tar_bytes = 0;
+  double step_pack = 0, step_send = 0, step_index = 0, step_read = 0;
+  std::uint64_t step_pack_bytes = 0;
+  std::vector<double> sync_total, sync_pack, sync_guest, sync_snapshot;
+  std::uint64_t sync_objects = 0, sync_bytes = 0;
+  std::vector<double> manifest, refresh, compute, list, diff_all, refresh_list, refresh_diff;
+  std::uint64_t review_files = 0, review_blobs = 0;
+};
+
+// 1. First sync, with its peers interleaved run by run (the machine's load moves). Returns the
+// last warm sandbox (sync and review run in it) and its snapshot's commit.
+std::pair<std::string, std::string> first_sync(Bench& b, const bench::SourceRepo& repo, const core::WorkspaceRequest& request,
+                                               const fs::path& store_dir, int runs, Results& out) {
+  std::string kept, commit;
+  for (int i = 0; i < runs; ++i) {
+    std::cerr << "first sync " << i + 1 << "/" << runs << ": plain create, cold store, warm store, tar, git clone\n";
+    auto p = b.create();
+    out.plain.push_back(p.timings.total_ms);
+    b.destroy(p.sandbox_id);
+
+    std::error_code ec;
+    fs::remove_all(store_dir, ec);
+    auto c = b.create(request);
+    out.cold.add(c);
+    b.destroy(c.sandbox_id);
+
+    auto w = b.create(request);
+    out.warm.add(w);
+    if (!kept.empty()) b.destroy(kept);
+    kept = w.sandbox_id;
+    commit = w.workspace->snapshot.commit_id;
+
+    // tar c on the host | the same channel (a guest process's stdin) | tar x in the guest.
+    auto t = b.create();
+    auto t0 = Clock::now();
+    std::string pid = b.start(t.sandbox_id, {"sh", "-c", "mkdir -p /tmp/t && tar x -f - -C /tmp/t"});
+    FILE* stream = repo.open_tar_stream();
+    out.tar_bytes = b.feed(pid, [stream](char* buf, std::size_t size) { return fread(buf, 1, size, stream); });
+    if (pclose(stream) != 0) throw std::runtime_error("tar c of the source repository failed");
+    b.wait_ok(pid);
+    out.tar.push_back(ms(t0, b.sink.exited_at[pid]));
+    b.destroy(t.sandbox_id);
+
+    out.clone.push_back(repo.clone_local_ms());
+  }
+  return {kept, commit};
+}
+
+// The import's steps one at a time in a fresh guest, as the agent runs them: the pack (as the
+// host builds it for a guest that has nothing) through the channel into a file, git index-pack,
+// git read-tree -m -u. Each is timed from its process start to its exit.
+void import_steps(Bench& b, const fs::path& store_dir, const std::string& commit_hex, Results& out) {
+  std::cerr << "timing the import's steps one by one in a guest...\n";
+  auto store = snap::open_store((store_dir / "store.git").string());
+  if (!store.ok()) throw std::runtime_error(store.error().message);
+  git_oid commit{};
+  if (git_oid_fromstr(&commit, commit_hex.c_str()) != 0) throw std::runtime_error("not a commit id: " + commit_hex);
+  auto t0 = Clock::now();
+  auto objects = snap::objects_to_send(store->get(), commit, {});
+  if (!objects.ok()) throw std::runtime_error(objects.error().message);
+  std::string pack;
+  auto packed = snap::write_pack(store->get(), *objects, [&](std::string_view bytes) -> Result<void> {
+    pack.append(bytes);
+    return {};
+  });
+  if (!packed.ok()) throw std::runtime_error(packed.error().message);
+  out.step_pack = ms(t0, Clock::now());
+  out.step_pack_bytes = pack.size();
+
+  std::string sb = b.create().sandbox_id;
+  auto t1 = Clock::now();
+  std::string pid = b.start(sb, {"sh", "-c", "cat > /tmp/p.pack"});
+  std::size_t at = 0;
+  b.feed(pid, [&](char* buf, std::size_t size) {
+    std::size_t n = std::min(size, pack.size() - at);
+    std::copy_n(pack.data() + at, n, buf);
+    at += n;
+    return n;
+  });
+  b.wait_ok(pid);
+  out.step_send = ms(t1, b.sink.exited_at[pid]);
+  b.guest(sb, "git init -q -b main /tmp/r");
+  out.step_index = b.guest(sb, "cd /tmp/r && git index-pack --stdin --fix-thin < /tmp/p.pack >/dev/null");
+  b.guest(sb, "rm /tmp/p.pack");  // the guest's /tmp is RAM
+  out.step_read = b.guest(sb, "cd /tmp/r && git read-tree -m -u " + commit_hex);
+  b.destroy(sb);
+}
+
+// 2. Incremental sync: three files changed on the host, then sync.
+void incremental_sync(Bench& b, const bench::SourceRepo& repo, const std::string& sb, int runs, Results& out) {
+  std::cerr << "incremental sync x" << runs << "...\n";
+  auto [ws, agent] = b.workspace(sb);
+  auto three = bench::spread(repo.files(), 3);
+  for (int i = 0; i < runs; ++i) {
+    repo.append(three, "/* sync edit " + std::to_string(i) + " */");
+    auto t0 = Clock::now();
+    auto t = b.await<core::WorkspaceTransfer>("sync", [&](auto done) { ws->sync(*agent, done); });
+    double total = ms(t0, Clock::now());
+    out.sync_total.push_back(total);
+    out.sync_pack.push_back(t.pack_ms);
+    out.sync_guest.push_back(t.import_ms);
+    out.sync_snapshot.push_back(total - t.pack_ms - t.import_ms);
+    out.sync_objects = t.objects;
+    out.sync_bytes = t.pack_bytes;
+  }
+}
+
+// 3. Review: a guest process changes 100 files; the manifest alone (after one round of edits),
+// then refresh + list() + diff_all() (after another), and the diff computed again on its own.
+void review(Bench& b, const bench::SourceRepo& repo, const std::string& sb, int runs, Results& out) {
+  std::cerr << "review of 100 changed files x" << runs << "...\n";
+  auto [ws, agent] = b.workspace(sb);
+  auto hundred = bench::spread(repo.files(), 100);
+  channel::wire::WorkspaceManifestParams params;  // as SandboxWorkspace::refresh asks
+  params.path = core::SandboxWorkspace::kGuestPath;
+  snap::SnapshotLimits limits;
+  params.bounds.max_entries = static_cast<std::int64_t>(limits.max_files);
+  params.bounds.max_file_bytes = static_cast<std::int64_t>(limits.max_file_bytes);
+  params.bounds.max_total_bytes = static_cast<std::int64_t>(limits.max_total_bytes) * 2;
+  for (int i = 0; i < runs; ++i) {
+    b.guest(sb, edit_script(hundred, "/* review edit a" + std::to_string(i) + " */"));
+    auto t0 = Clock::now();
+    b.await<channel::WorkspaceManifest>("manifest", [&](auto done) { agent->manifest(params, done); });
+    out.manifest.push_back(ms(t0, Clock::now()));
+
+    b.guest(sb, edit_script(hundred, "/* review edit b" + std::to_string(i) + " */"));
+    auto t1 = Clock::now();
+    auto set = b.await<core::ChangeSet>("refresh", [&](auto done) { ws->refresh(*agent, done); });
+    double refresh = ms(t1, Clock::now());
+    auto t2 = Clock::now();
+    out.review_files = set.changes->list().size();
+    double list = ms(t2, Clock::now());
+    auto t3 = Clock::now();
+    auto diffs = set.changes->diff_all();
+    double diff_all = ms(t3, Clock::now());
+    if (!diffs.ok()) throw std::runtime_error("diff_all: " + diffs.error().message);
+    auto t4 = Clock::now();
+    const auto& c = *set.changes;
+    auto again = workspace::review::Changes::compute(c.store(), c.base_tree(), c.result_tree());
+    if (!again.ok()) throw std::runtime_error("Changes::compute: " + again.error().message);
+    out.compute.push_back(ms(t4, Clock::now()));
+    out.refresh.push_back(refresh);
+    out.list.push_back(list);
+    out.diff_all.push_back(diff_all);
+    out.refresh_list.push_back(refresh + list);
+    out.refresh_diff.push_back(refresh + diff_all);
+    out.review_blobs = set.blobs_fetched;
+  }
+}
+
+std::string load_average() {
+  std::string s = bench::sh_out("cut -d' ' -f1-3 /proc/loadavg");
+  return s.substr(0, s.find('\n'));
+}
+
+const char* verdict(double value, double target) { return value <= target ? "PASS" : "MISS"; }
+
+void print(const Results& r, const bench::SourceRepo& repo, const std::string& source, double repo_ms, int first_runs, int runs,
+           const std::string& accel, const std::string& load_before, const std::string& load_after) {
+  std::printf("\nsource: %s, %zu files, %.1f MiB (committed into a temporary repository in %.1f s)\n", source.c_str(),
+              repo.files().size(), mib(repo.total_bytes()), repo_ms / 1000);
+  std::printf("machine: %ld cores, accel %s; load average before %s, after %s\n", sysconf(_SC_NPROCESSORS_ONLN), accel.c_str(),
+              load_before.c_str(), load_after.c_str());
+  std::printf("first sync: %d runs each (peers interleaved); sync and review: %d runs\n\n", first_runs, runs);
+
+  std::printf("| first sync into a fresh sandbox | median | min | max |\n|---|---:|---:|---:|\n");
+  row("sandbox/create, no workspace", r.plain);
+  for (const auto& [n, f] : {std::pair<std::string, const FirstSync*>{"cold store", &r.cold}, {"warm store", &r.warm}}) {
+    row("create with workspace, " + n + ": total", f->total);
+    row("&nbsp;&nbsp;restore (guest start)", f->restore);
+    row("&nbsp;&nbsp;snapshot on the host (during the restore)", f->snapshot);
+    row("&nbsp;&nbsp;import (after both)", f->import);
+    row("&nbsp;&nbsp;&nbsp;&nbsp;of which the pack, on the host", f->pack);
+    row("&nbsp;&nbsp;&nbsp;&nbsp;of which send + index-pack + checkout", f->guest_import);
+    row("&nbsp;&nbsp;workspace part (total - restore)", f->workspace_part);
+  }
+  row("peer: `tar c` → the same channel → `tar x` in a guest", r.tar);
+  row("peer: `git clone --local` on the host", r.clone);
+  std::printf("\npack: %llu objects, %.1f MiB; tar stream: %.1f MiB\n", (unsigned long long)r.warm.objects, mib(r.warm.pack_bytes),
+              mib(r.tar_bytes));
+
+  std::printf("\n| the import's steps, one by one in a guest (1 run) | time |\n|---|---:|\n");
+  std::printf("| pack on the host (%.1f MiB) | %.1f ms |\n", mib(r.step_pack_bytes), r.step_pack);
+  std::printf("| pack through the channel into a file (`cat`) | %.1f ms |\n", r.step_send);
+  std::printf("| `git index-pack --stdin --fix-thin` | %.1f ms |\n", r.step_index);
+  std::printf("| `git read-tree -m -u` (checkout) | %.1f ms |\n", r.step_read);
+
+  std::printf("\n| incremental sync, 3 files changed on the host | median | min | max |\n|---|---:|---:|---:|\n");
+  row("sync: total", r.sync_total);
+  row("&nbsp;&nbsp;snapshot on the host (rest of total)", r.sync_snapshot);
+  row("&nbsp;&nbsp;pack on the host", r.sync_pack);
+  row("&nbsp;&nbsp;send + index-pack + read-tree in the guest", r.sync_guest);
+  std::printf("\nsync pack: %llu objects, %llu bytes\n", (unsigned long long)r.sync_objects, (unsigned long long)r.sync_bytes);
+
+  std::printf("\n| review, 100 files changed in the guest | median | min | max |\n|---|---:|---:|---:|\n");
+  row("guest manifest alone (100 files re-hashed)", r.manifest);
+  row("refresh (manifest, fetch, result tree, diff)", r.refresh);
+  row("&nbsp;&nbsp;Changes::compute alone (tree diff + renames)", r.compute);
+  row("list()", r.list);
+  row("diff_all()", r.diff_all);
+  row("refresh + list()", r.refresh_list);
+  row("refresh + diff_all()", r.refresh_diff);
+  std::printf("\nreview: %llu changed files listed, %llu blobs fetched per refresh\n", (unsigned long long)r.review_files,
+              (unsigned long long)r.review_blobs);
+
+  double tar = median(r.tar);
+  double cold_ratio = median(r.cold.workspace_part) / tar, warm_ratio = median(r.warm.workspace_part) / tar;
+  std::printf("\nratios: workspace part / tar peer: cold %.2fx, warm %.2fx; create with workspace (warm) / (plain create + tar) %.2fx; "
+              "workspace part (warm) / git clone --local %.1fx\n",
+              cold_ratio, warm_ratio, median(r.warm.total) / (median(r.plain) + tar), median(r.warm.workspace_part) / median(r.clone));
+  std::printf("target first sync <= 2x tar: cold %.2fx %s, warm %.2fx %s\n", cold_ratio, verdict(cold_ratio, 2), warm_ratio,
+              verdict(warm_ratio, 2));
+  std::printf("target incremental sync <= 200 ms: %.1f ms %s\n", median(r.sync_total), verdict(median(r.sync_total), 200));
+  std::printf("target review of 100 files <= 100 ms: refresh + diff_all %.1f ms %s, refresh + list %.1f ms %s\n", median(r.refresh_diff),
+              verdict(median(r.refresh_diff), 100), median(r.refresh_list), verdict(median(r.refresh_list), 100));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"lockroom workspace benchmark"};
+  int runs = 5, first_runs = 3;
+  std::string source = "/usr/include";
+  app.add_option("--runs", runs, "runs of the incremental sync and of the review")->check(CLI::Range(3, 1000));
+  app.add_option("--first-runs", first_runs, "runs of each first-sync measurement (plain, cold, warm, tar, clone)")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--source", source, "the tree to copy into a temporary git repository and measure with")->check(CLI::ExistingDirectory);
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::warn);
+
+  std::optional<fs::path> store_dir;
+  try {
+    std::string load_before = load_average();
+    std::cerr << "committing a copy of " << source << " into a temporary repository...\n";
+    auto t_repo = Clock::now();
+    bench::SourceRepo repo(source);
+    double repo_ms = ms(t_repo, Clock::now());
+    core::WorkspaceRequest request{repo.dir().string(), {}, {}};
+    store_dir = store_dir_of(repo.dir());
+
+    Results r;
+    std::string accel;
+    {
+      Bench b;
+      accel = std::string(vm::accel_name(b.manager->accel()));
+      std::cerr << "warming up: the guest image and template...\n";
+      b.destroy(b.create().sandbox_id);
+      auto [kept, commit] = first_sync(b, repo, request, *store_dir, first_runs, r);
+      import_steps(b, *store_dir, commit, r);
+      incremental_sync(b, repo, kept, runs, r);
+      review(b, repo, kept, runs, r);
+      b.destroy(kept);
+    }
+    print(r, repo, source, repo_ms, first_runs, runs, accel, load_before, load_average());
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    if (store_dir) fs::remove_all(*store_dir);
+    return 1;
+  }
+  std::error_code ec;
+  if (store_dir) fs::remove_all(*store_dir, ec);  // the benchmark's store in lockroom's cache
+  return 0;
+}
