@@ -43,7 +43,17 @@ void HttpRelay::start(std::string received) {
       },
       [this] { on_client_end(); },
       [this](const std::string& why) {
-        if (!stopped_) session_.end(why);
+        if (stopped_) return;
+        if (tunnel_ && requests_ == 0) {  // the guest's TLS failed (it may not trust the sandbox CA)
+          started_ = std::chrono::steady_clock::now();
+          record_.time = std::chrono::system_clock::now();
+          record_.host = tunnel_->host.name;
+          record_.port = tunnel_->port;
+          record_.scheme = "https";
+          record_.sni = tunnel_->sni;
+          audit("allow", tunnel_->decision.rule, "TLS with the guest failed: " + why);
+        }
+        session_.end(why);
       },
       [this] {
         if (!stopped_ && upstream_ && phase_ == Phase::kExchange) upstream_->pause_reading(false);
@@ -95,6 +105,7 @@ void HttpRelay::process() {
 }
 
 void HttpRelay::begin_request() {
+  ++requests_;
   head_ = request_.head();
   session_.client().pause_reading(true);
   started_ = std::chrono::steady_clock::now();

@@ -92,6 +92,7 @@ class HttpRelay {
   std::vector<std::unique_ptr<tls::UpstreamConnect>> spent_connects_;
   AuditRecord record_;
   std::chrono::steady_clock::time_point started_;
+  std::uint64_t requests_ = 0;  // heads read on this connection
   bool request_done_ = false;
   bool response_head_done_ = false;
   bool upstream_reusable_ = false;

@@ -7,6 +7,7 @@
 #include <openssl/ssl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -101,8 +102,8 @@ class ProxyHarness {
     std::string reason;
   };
   void run_socks(const std::string& host, std::uint16_t port, SocksOutcome& verdict, const std::function<void(int fd)>& guest);
-  // Runs the loop until `done` or 5 s.
-  void run_until(const std::function<bool()>& done);
+  // Runs the loop until `done` or `limit`.
+  void run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = std::chrono::seconds(5));
   // proxy.close(), then the loop to the end: uv_loop_close()'s answer (0: nothing leaked).
   int close_all();
 

@@ -298,7 +298,7 @@ TEST_CASE("an approval answered after the guest went away is harmless", "[proxy]
   REQUIRE(pending.size() == 1);
   CHECK(harness.proxy().stats().sessions == 0);
   pending[0](ApprovalAnswer::kAllowSandbox);  // still updates the policy, connects nothing
-  harness.run_until([] { return false; });
+  harness.run_until([] { return false; }, std::chrono::milliseconds(200));  // a wrong connect would show
   CHECK(harness.proxy().policy().rules.size() == 2);
   CHECK(server->connections() == 0);
   CHECK(harness.events.empty());

@@ -123,7 +123,8 @@ TEST_CASE("CONNECT to a host with a secret: TLS is terminated and the upstream g
   });
   CHECK_FALSE(wrong_ca_error.empty());
 
-  REQUIRE(harness.events.size() >= 2);
+  REQUIRE(harness.events.size() == 3);
+  CHECK(harness.events[2].reason.rfind("TLS with the guest failed: ", 0) == 0);
   const AuditRecord& record = harness.events[0];
   CHECK(record.decision == "allow");
   CHECK(record.scheme == "https");
@@ -195,5 +196,50 @@ TEST_CASE("SOCKS: the verdict follows the decision and the connect, then bytes a
   REQUIRE(harness.events.size() == 2);
   CHECK(harness.events[0].scheme == "tcp");
   CHECK(harness.events[1].decision == "deny");
+  CHECK(harness.close_all() == 0);
+}
+
+TEST_CASE("CONNECT that asks: allowed once it tunnels; a guest that gives up before the answer leaves nothing behind",
+          "[proxy][tunnel][approval]") {
+  auto server = start_https();
+  ProxyOptions options;
+  options.policy = policy_from(R"({"rules":[{"action":"allow","host":"127.0.0.1"}],"unmatched":"ask","defaultAllow":false})");
+  std::vector<ApprovalReply> pending;
+  bool answer_at_once = true;
+  options.approve = [&](const ApprovalQuestion& question, ApprovalReply reply) {
+    CHECK(question.host == "localhost");
+    CHECK(question.method == "CONNECT");
+    if (answer_at_once)
+      reply(ApprovalAnswer::kAllowOnce);
+    else
+      pending.push_back(std::move(reply));
+  };
+  ProxyHarness harness(std::move(options));
+  HttpAnswer answer;
+  harness.run_http([&](int fd) {
+    send_all(fd, connect_request(server->port()));
+    read_answer(socket_reader(fd), "CONNECT");
+    TlsTestClient tls(server->ca_pem(), fd, "localhost");
+    REQUIRE(tls.handshake());
+    tls.writer()("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    answer = read_answer(tls.reader());
+  });
+  CHECK(answer.status == 200);
+  REQUIRE(harness.events.size() == 1);
+  CHECK(harness.events[0].rule == "user");
+
+  answer_at_once = false;
+  int connections = server->connections();
+  harness.run_http([&](int fd) {
+    send_all(fd, connect_request(server->port()));
+    usleep(100 * 1000);
+  });
+  harness.run_until([&] { return harness.proxy().stats().sessions == 0; });
+  CHECK(harness.proxy().stats().sessions == 0);
+  REQUIRE(pending.size() == 1);
+  pending[0](ApprovalAnswer::kAllowOnce);
+  harness.run_until([] { return false; }, std::chrono::milliseconds(200));  // a wrong connect would show
+  CHECK(server->connections() == connections);
+  CHECK(harness.events.size() == 1);
   CHECK(harness.close_all() == 0);
 }

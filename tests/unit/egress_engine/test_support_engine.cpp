@@ -292,8 +292,8 @@ void ProxyHarness::run_socks(const std::string& host, std::uint16_t port, SocksO
   run_guest(pair.read_end, pair.write_end, guest);
 }
 
-void ProxyHarness::run_until(const std::function<bool()>& done) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+void ProxyHarness::run_until(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
   while (!done() && std::chrono::steady_clock::now() < deadline) {
     uv_run(loop_.get(), UV_RUN_NOWAIT);
     usleep(1000);
