@@ -199,7 +199,7 @@ TEST_CASE("SOCKS: the verdict follows the decision and the connect, then bytes a
   CHECK(harness.close_all() == 0);
 }
 
-TEST_CASE("CONNECT that asks: allowed once it tunnels; a guest that gives up before the answer leaves nothing behind",
+TEST_CASE("CONNECT that asks: allowed once it tunnels, and a guest that gives up before the answer leaves nothing behind",
           "[proxy][tunnel][approval]") {
   auto server = start_https();
   ProxyOptions options;
