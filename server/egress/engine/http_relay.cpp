@@ -66,14 +66,14 @@ void HttpRelay::stop() {
   if (stopped_) return;
   stopped_ = true;
   phase_ = Phase::kDone;
-  if (connecting_) spent_connects_.push_back(std::move(connecting_));  // may be running its callback now
+  core_.dispose(std::move(connecting_));  // it may be running its callback now
   drop_upstream();
 }
 
 void HttpRelay::drop_upstream() {
   if (!upstream_) return;
   upstream_->close();
-  closed_upstreams_.push_back(std::move(upstream_));
+  core_.dispose(std::move(upstream_));  // never destroyed inside its own callback
   upstream_key_.clear();
   upstream_reusable_ = false;
 }
@@ -161,7 +161,7 @@ void HttpRelay::gated(const GateResult& decision) {
   upstream_key_ = key;
   phase_ = Phase::kConnecting;
   if (tunnel_ && tunnel_->connected) return use_upstream(std::move(tunnel_->connected));
-  if (connecting_) spent_connects_.push_back(std::move(connecting_));
+  core_.dispose(std::move(connecting_));
   connecting_ = core_.connect(Target{head_.host, head_.port, head_.scheme},
                               [this](Result<std::unique_ptr<tls::UpstreamConnection>> result) { connected(std::move(result)); });
 }

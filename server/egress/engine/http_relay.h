@@ -87,9 +87,7 @@ class HttpRelay {
   std::vector<std::string> sentinels_;
   std::unique_ptr<Side> upstream_;
   std::string upstream_key_;
-  std::vector<std::unique_ptr<Side>> closed_upstreams_;  // destroyed with the relay, never inside their callbacks
   std::unique_ptr<tls::UpstreamConnect> connecting_;
-  std::vector<std::unique_ptr<tls::UpstreamConnect>> spent_connects_;
   AuditRecord record_;
   std::chrono::steady_clock::time_point started_;
   std::uint64_t requests_ = 0;  // heads read on this connection

@@ -62,6 +62,7 @@ ProxyCore::~ProxyCore() {
     if (auto it = sessions_.find(id); it != sessions_.end()) it->second->end("the sandbox's network proxy went away");
   finished_.clear();
   sessions_.clear();
+  disposed_.clear();
   close_handle(reaper_);
 }
 
@@ -82,13 +83,28 @@ void ProxyCore::finish(std::uint64_t session_id) {
   if (it == sessions_.end()) return;
   finished_.push_back(std::move(it->second));
   sessions_.erase(it);
-  if (reaper_ && !closed_)
+  schedule_reap();
+}
+
+void ProxyCore::dispose_erased(std::shared_ptr<void> object) {
+  disposed_.push_back(std::move(object));
+  schedule_reap();
+}
+
+void ProxyCore::schedule_reap() {
+  if (reaper_ && !closed_ && !uv_is_active(reinterpret_cast<uv_handle_t*>(reaper_)))
     uv_timer_start(reaper_, [](uv_timer_t* timer) {
       if (auto* self = static_cast<ProxyCore*>(timer->data)) self->reap();
     }, 0, 0);
 }
 
-void ProxyCore::reap() { finished_.clear(); }
+void ProxyCore::reap() {
+  // Sessions first: their parts may still point at what was disposed.
+  auto finished = std::move(finished_);
+  finished.clear();
+  auto disposed = std::move(disposed_);
+  disposed.clear();
+}
 
 void ProxyCore::gate(std::uint64_t session_id, const Target& target, ApprovalQuestion question,
                      std::function<void(GateResult)> then) {
@@ -192,6 +208,7 @@ void ProxyCore::close(std::function<void()> done) {
     if (auto it = sessions_.find(id); it != sessions_.end()) it->second->end("the sandbox's network proxy is closing");
   closed_ = true;
   finished_.clear();
+  disposed_.clear();
 }
 
 }  // namespace lockroom::egress

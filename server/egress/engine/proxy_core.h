@@ -7,6 +7,7 @@
 //   connect()  resolve and connect with every resolved address checked against the policy
 //   emit()     write one audit record and pass it to on_event
 //   finish()   a session is done: it is destroyed on a later loop turn, never inside a callback
+//   dispose()  the same for a part a session no longer needs (an upstream it replaced)
 // Loop thread only.
 #pragma once
 
@@ -55,6 +56,10 @@ class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
 
   Session& add_session(std::unique_ptr<Session> session);
   void finish(std::uint64_t session_id);
+  template <typename T>
+  void dispose(std::unique_ptr<T> object) {
+    if (object) dispose_erased(std::shared_ptr<void>(std::move(object)));
+  }
   std::uint64_t next_session_id() { return ++last_session_id_; }
 
   // `question` carries host, port, scheme, method and path; the result comes later.
@@ -72,6 +77,8 @@ class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
 
  private:
   void reap();
+  void dispose_erased(std::shared_ptr<void> object);
+  void schedule_reap();
   bool session_open(std::uint64_t id) const;
   void answered(std::uint64_t session_id, const Target& target, ApprovalAnswer answer,
                 const std::function<void(GateResult)>& then);
@@ -86,6 +93,7 @@ class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
   std::vector<std::string> redact_;
   std::map<std::uint64_t, std::unique_ptr<Session>> sessions_;
   std::vector<std::unique_ptr<Session>> finished_;
+  std::vector<std::shared_ptr<void>> disposed_;
   uv_timer_t* reaper_ = nullptr;
   std::uint64_t last_session_id_ = 0;
   ProxyStats stats_;

@@ -27,7 +27,7 @@ Tunnel::~Tunnel() { stop(); }
 void Tunnel::stop() {
   if (stopped_) return;
   stopped_ = true;
-  if (connecting_) spent_connects_.push_back(std::move(connecting_));  // may be running its callback now
+  core_.dispose(std::move(connecting_));  // it may be running its callback now
   if (upstream_) upstream_->close();
   if (connection_) connection_->close();
 }

@@ -61,7 +61,6 @@ class Tunnel {
   bool awaiting_gate_ = false;  // the approval hook has the question
   bool asked_user_ = false;  // the decision came from the approval hook: it covers any scheme
   std::unique_ptr<tls::UpstreamConnect> connecting_;
-  std::vector<std::unique_ptr<tls::UpstreamConnect>> spent_connects_;
   std::unique_ptr<tls::UpstreamConnection> connection_;  // before the relay starts
   std::unique_ptr<UpstreamSide> upstream_;
   AuditRecord record_;
