@@ -92,8 +92,9 @@ class ProxyHarness {
   egress::Proxy& proxy() { return *proxy_; }
   uv_loop_t* loop() { return loop_.get(); }
   // Opens a guest connection with accept_http and runs `guest(fd)` on a thread; the loop runs
-  // until it returned (its socket is closed then).
-  void run_http(const std::function<void(int fd)>& guest);
+  // until it returned (its socket is closed then) and, with `settle`, until the proxy has no
+  // session left (so the last audit records are in), for at most 2 s.
+  void run_http(const std::function<void(int fd)>& guest, bool settle = true);
   // The same through accept_socks; `verdict` is what the proxy answered.
   struct SocksOutcome {
     bool called = false;
@@ -111,7 +112,7 @@ class ProxyHarness {
   bool close_done = false;
 
  private:
-  void run_guest(int proxy_fd, int guest_fd, const std::function<void(int fd)>& guest);
+  void run_guest(int guest_fd, const std::function<void(int fd)>& guest, bool settle);
   TestLoop loop_;
   std::unique_ptr<egress::Proxy> proxy_;
 };

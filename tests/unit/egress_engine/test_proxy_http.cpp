@@ -339,7 +339,7 @@ TEST_CASE("close() ends open sessions and leaves no handles", "[proxy][close]") 
     send_all(fd, get(server->port(), "/keep"));
     answer = read_answer(socket_reader(fd));
     guest_fd = dup(fd);
-  });
+  }, /*settle=*/false);
   CHECK(answer.status == 200);
   CHECK(harness.proxy().stats().sessions == 1);
   CHECK(harness.close_all() == 0);

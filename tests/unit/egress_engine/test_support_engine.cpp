@@ -252,7 +252,7 @@ ProxyHarness::~ProxyHarness() {
   if (proxy_ && !close_done) close_all();
 }
 
-void ProxyHarness::run_guest(int proxy_fd, int guest_fd, const std::function<void(int fd)>& guest) {
+void ProxyHarness::run_guest(int guest_fd, const std::function<void(int fd)>& guest, bool settle) {
   uv_async_t done;
   uv_async_init(loop_.get(), &done, [](uv_async_t* async) { uv_stop(async->loop); });
   std::thread thread([&] {
@@ -261,20 +261,20 @@ void ProxyHarness::run_guest(int proxy_fd, int guest_fd, const std::function<voi
     ::close(guest_fd);
     uv_async_send(&done);
   });
-  (void)proxy_fd;
   loop_.run();
   thread.join();
   uv_close(reinterpret_cast<uv_handle_t*>(&done), nullptr);
   loop_.run_once();
+  if (settle) run_until([this] { return proxy_->stats().sessions == 0; }, std::chrono::seconds(2));
 }
 
-void ProxyHarness::run_http(const std::function<void(int fd)>& guest) {
+void ProxyHarness::run_http(const std::function<void(int fd)>& guest, bool settle) {
   FdPair pair = make_socketpair();
   REQUIRE(pair.read_end >= 0);
   auto stream = UvClientStream::open(loop_.get(), pair.read_end);
   REQUIRE(stream.ok());
   proxy_->accept_http(std::move(stream.value()));
-  run_guest(pair.read_end, pair.write_end, guest);
+  run_guest(pair.write_end, guest, settle);
 }
 
 void ProxyHarness::run_socks(const std::string& host, std::uint16_t port, SocksOutcome& verdict,
@@ -289,7 +289,7 @@ void ProxyHarness::run_socks(const std::string& host, std::uint16_t port, SocksO
     verdict.reply = reply;
     verdict.reason = std::move(reason);
   });
-  run_guest(pair.read_end, pair.write_end, guest);
+  run_guest(pair.write_end, guest, true);
 }
 
 void ProxyHarness::run_until(const std::function<bool()>& done, std::chrono::milliseconds limit) {
