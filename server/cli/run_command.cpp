@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/cli/command.h"
+#include "server/cli/run_review.h"
 #include "server/cli/sandbox_config.h"
 #include "server/common/uv_handle.h"
 #include "server/core/sandbox_manager.h"
@@ -30,6 +31,8 @@ struct RunOptions {
   std::int64_t cpus = 0, memory_mib = 0, timeout_s = 0;
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
+  std::string workspace;  // the folder copied in at /workspace; empty: none
+  ReviewChoice review;
 };
 
 // Puts the terminal in raw mode for the life of the object.
@@ -77,6 +80,7 @@ class RunSession final : public core::SandboxEvents {
     if (options_.memory_mib) request.resources.memory_mib = options_.memory_mib;
     if (options_.timeout_s) request.resources.lifetime_seconds = options_.timeout_s;
     request.env = options_.env;
+    if (!options_.workspace.empty()) request.workspace = core::WorkspaceRequest{options_.workspace, {}, {}};
     manager_.create(request, [](const std::string& message, int) { std::cerr << "lockroom: " << message << std::endl; },
                     [this](Result<core::CreateResult> created) { on_created(std::move(created)); });
     uv_run(loop_, UV_RUN_DEFAULT);
@@ -102,7 +106,9 @@ class RunSession final : public core::SandboxEvents {
     exit_code_ = exit.exit_code ? *exit.exit_code : 128 + exit.signal.value_or(9);
     if (exit.reason == core::ProcessEndReason::kOutputLimit)
       std::cerr << "\r\nlockroom: the command passed its output limit and was killed" << std::endl;
-    finish();
+    stop_input();
+    if (exit.reason == core::ProcessEndReason::kSandboxGone || options_.workspace.empty()) return finish();
+    review_then_finish();
   }
 
  private:
@@ -114,7 +120,16 @@ class RunSession final : public core::SandboxEvents {
     }
     sandbox_id_ = created->sandbox_id;
     spdlog::debug("sandbox {} ready in {} ms", sandbox_id_, created->timings.total_ms);
-    core::ProcessSpec spec{options_.argv, std::nullopt, {}, std::nullopt};
+    if (created->workspace && !created->workspace->snapshot.withheld.empty()) {
+      const auto& withheld = created->workspace->snapshot.withheld;
+      std::cerr << "lockroom: kept out of the sandbox as secrets: " << withheld.front();
+      for (std::size_t i = 1; i < withheld.size() && i < 5; ++i) std::cerr << ", " << withheld[i];
+      if (withheld.size() > 5) std::cerr << " and " << withheld.size() - 5 << " more";
+      std::cerr << std::endl;
+    }
+    std::optional<std::string> cwd;
+    if (created->workspace) cwd = core::SandboxWorkspace::kGuestPath;
+    core::ProcessSpec spec{options_.argv, cwd, {}, std::nullopt};
     if (interactive_) spec.pty = window_size();
     manager_.start_process(sandbox_id_, spec, [this](Result<std::string> pid) {
       if (!pid) {
@@ -152,15 +167,36 @@ class RunSession final : public core::SandboxEvents {
     if (!started && !process_id_.empty()) (void)manager_.close_stdin(process_id_);
   }
 
-  void finish() {
-    if (finishing_) return;
-    finishing_ = true;
+  // The sandbox's changes to the workspace: fetched, shown, then applied/saved/discarded.
+  void review_then_finish() {
+    auto ws = manager_.workspace(sandbox_id_);
+    if (!ws) return finish();
+    core::SandboxWorkspace* workspace = ws->first;
+    workspace->refresh(*ws->second, [this, workspace](Result<core::ChangeSet> set) {
+      if (!set) {
+        std::cerr << "lockroom: cannot read the sandbox's changes: " << set.error().message << std::endl;
+        if (exit_code_ == 0) exit_code_ = 1;
+        return finish();
+      }
+      int status = review_changes(*set, *workspace, options_.review, interactive_, default_paths().cache / "patches", sandbox_id_);
+      if (status && exit_code_ == 0) exit_code_ = status;
+      finish();
+    });
+  }
+
+  void stop_input() {
     raw_.reset();
     close_handle(winch_);
     if (stdin_) {
       auto* transport = stdin_.release();
       transport->close([transport] { delete transport; });
     }
+  }
+
+  void finish() {
+    if (finishing_) return;
+    finishing_ = true;
+    stop_input();
     manager_.shutdown([] {});
   }
 
@@ -189,8 +225,27 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--memory", options->memory_mib, "guest memory in MiB (default 512)");
   cmd->add_option("--timeout", options->timeout_s, "end the sandbox after this many seconds (default 3600)");
   cmd->add_option("-e,--env", *env, "NAME=VALUE for the command's environment (repeatable)");
+  auto no_workspace = std::make_shared<bool>(false);
+  auto apply = std::make_shared<bool>(false);
+  auto discard = std::make_shared<bool>(false);
+  cmd->add_option("--workspace", options->workspace, "the folder copied in at /workspace (default: the current folder)");
+  cmd->add_flag("--no-workspace", *no_workspace, "copy no folder in; the command starts in /");
+  auto* apply_flag = cmd->add_flag("--apply", *apply, "apply the changes to the workspace when the command ends");
+  auto* branch_opt = cmd->add_option("--branch", options->review.branch, "save the changes as the branch lockroom/NAME instead");
+  auto* patch_opt = cmd->add_option("--patch", options->review.patch_file, "save the changes as a patch file instead");
+  auto* discard_flag = cmd->add_flag("--discard", *discard, "throw the changes away");
+  apply_flag->excludes(branch_opt)->excludes(patch_opt)->excludes(discard_flag);
+  branch_opt->excludes(patch_opt)->excludes(discard_flag);
+  patch_opt->excludes(discard_flag);
   cmd->add_option("command", options->argv, "the command and its arguments, after --")->required();
-  cmd->callback([&ctx, options, env] {
+  cmd->callback([&ctx, options, env, no_workspace, apply, discard] {
+    using Mode = ReviewChoice::Mode;
+    if (*apply) options->review.mode = Mode::kApply;
+    else if (!options->review.branch.empty()) options->review.mode = Mode::kBranch;
+    else if (!options->review.patch_file.empty()) options->review.mode = Mode::kPatch;
+    else if (*discard) options->review.mode = Mode::kDiscard;
+    if (*no_workspace) options->workspace.clear();
+    else if (options->workspace.empty()) options->workspace = std::filesystem::current_path().string();
     for (const auto& item : *env) {
       auto eq = item.find('=');
       if (eq == std::string::npos || eq == 0) {
