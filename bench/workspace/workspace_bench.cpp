@@ -10,7 +10,8 @@
 //    Peers: `tar c` of the same files streamed through the same channel into `tar x` in a guest
 //    (process stdin), timed to tar's exit; `git clone --local` on the host. Also a plain create
 //    (no workspace), and once, the import's steps one by one in a guest (pack transfer through
-//    stdin, git index-pack, git read-tree -m -u) to see what dominates.
+//    stdin, git index-pack, git read-tree -m -u, and the small git processes a checkout or sync
+//    runs around them) to see what dominates.
 // 2. incremental sync: 3 files changed on the host, SandboxWorkspace::sync, N runs.
 // 3. review: a guest process changes 100 files; refresh, then list() and diff_all(); N runs, with
 //    the manifest alone and the diff alone (Changes::compute again) timed for the split.
@@ -204,6 +205,7 @@ struct Results {
   std::uint64_t tar_bytes = 0;
   double step_pack = 0, step_send = 0, step_index = 0, step_read = 0;
   std::uint64_t step_pack_bytes = 0;
+  std::vector<std::pair<std::string, double>> git_steps;  // the checkout's small git steps, median of 3
   std::vector<double> sync_total, sync_pack, sync_guest, sync_snapshot;
   std::uint64_t sync_objects = 0, sync_bytes = 0;
   std::vector<double> manifest, refresh, compute, list, diff_all, refresh_list, refresh_diff;
@@ -286,6 +288,20 @@ void import_steps(Bench& b, const fs::path& store_dir, const std::string& commit
   out.step_index = b.guest(sb, "cd /tmp/r && git index-pack --stdin --fix-thin < /tmp/p.pack >/dev/null");
   b.guest(sb, "rm /tmp/p.pack");  // the guest's /tmp is RAM
   out.step_read = b.guest(sb, "cd /tmp/r && git read-tree -m -u " + commit_hex);
+  // The small git processes a checkout or sync runs around those two (guest/workspace_checkout.cpp),
+  // each through `sh -c` like the rows above; `true` is the cost of any process.
+  const std::pair<const char*, std::string> small[] = {
+      {"`true` (any process: the baseline)", "true"},
+      {"`git cat-file -e <commit>^{commit}`", "git cat-file -e " + commit_hex + "^{commit}"},
+      {"`git rev-parse -q --verify HEAD`", "git rev-parse -q --verify HEAD; true"},
+      {"`git update-index -q --refresh` (stats every file)", "git update-index -q --refresh"},
+      {"`git ls-files -z --cached` (the file count)", "git ls-files -z --cached >/dev/null"},
+  };
+  for (const auto& [label, command] : small) {
+    std::vector<double> times;
+    for (int i = 0; i < 3; ++i) times.push_back(b.guest(sb, "cd /tmp/r && " + command));
+    out.git_steps.emplace_back(label, median(times));
+  }
   b.destroy(sb);
 }
 
@@ -387,6 +403,7 @@ void print(const Results& r, const bench::SourceRepo& repo, const std::string& s
   std::printf("| pack through the channel into a file (`cat`) | %.1f ms |\n", r.step_send);
   std::printf("| `git index-pack --stdin --fix-thin` | %.1f ms |\n", r.step_index);
   std::printf("| `git read-tree -m -u` (checkout) | %.1f ms |\n", r.step_read);
+  for (const auto& [label, took] : r.git_steps) std::printf("| %s, median of 3 | %.1f ms |\n", label.c_str(), took);
 
   std::printf("\n| incremental sync, 3 files changed on the host | median | min | max |\n|---|---:|---:|---:|\n");
   row("sync: total", r.sync_total);
