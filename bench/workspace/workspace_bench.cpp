@@ -20,8 +20,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +31,7 @@
 #include <uv.h>
 
 #include "bench/common/bench_stats.h"
+#include "bench/workspace/sandbox_driver.h"
 #include "bench/workspace/source_tree.h"
 #include "server/common/paths.h"
 #include "server/core/sandbox_manager.h"
@@ -39,130 +40,14 @@
 #include "server/workspace/snapshot/transfer.h"
 
 using namespace lockroom;
-using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 namespace snap = lockroom::workspace::snapshot;
 
+using bench::Driver;
+using bench::ms;
+
 namespace {
-
-double ms(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double, std::milli>(to - from).count();
-}
-
-struct Sink final : core::SandboxEvents {
-  std::map<std::string, std::string> output;
-  std::map<std::string, core::ProcessExit> exited;
-  std::map<std::string, Clock::time_point> exited_at;
-  void state_changed(const std::string&, core::SandboxState, core::StopReason, const std::string&) override {}
-  void process_output(const std::string&, core::OutputStream, const core::OutputChunk&) override {}
-  void process_bytes(const std::string& pid, core::OutputStream, std::string_view b) override {
-    auto& out = output[pid];
-    if (out.size() < 64 * 1024) out.append(b);
-  }
-  void process_exited(const std::string& pid, const core::ProcessExit& exit) override {
-    exited[pid] = exit;
-    exited_at[pid] = Clock::now();
-  }
-};
-
-struct Bench {
-  uv_loop_t loop{};
-  Sink sink;
-  bench::TempDir state{"lockroom-bench-state"};
-  std::unique_ptr<core::SandboxManager> manager;
-
-  Bench() {
-    uv_loop_init(&loop);
-    core::ManagerConfig config;
-    config.paths.cache = default_paths().cache;
-    config.paths.state = state.path();
-    config.accel = vm::choose_accel(vm::probe_host_virt(), vm::AccelPreference::kAuto).accel;
-    config.agent = LOCKROOM_AGENT;
-    manager = std::make_unique<core::SandboxManager>(&loop, config, sink);
-  }
-  ~Bench() {
-    bool done = false;
-    manager->shutdown([&] { done = true; });
-    while (!done) uv_run(&loop, UV_RUN_ONCE);
-    manager.reset();
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
-  }
-  template <typename Pred>
-  void run_until(Pred done) {
-    auto deadline = Clock::now() + 600s;
-    while (!done()) {
-      if (Clock::now() > deadline) throw std::runtime_error("benchmark step timed out after 600 s");
-      uv_run(&loop, UV_RUN_ONCE);
-    }
-  }
-  // Starts an operation that reports a Result<T>, runs the loop until it has, and unwraps it.
-  template <typename T, typename Start>
-  T await(const char* what, Start start) {
-    std::optional<Result<T>> r;
-    start([&](Result<T> v) { r = std::move(v); });
-    run_until([&] { return r.has_value(); });
-    if (!r->ok()) throw std::runtime_error(std::string(what) + ": " + r->error().message);
-    return std::move(**r);
-  }
-  core::CreateResult create(std::optional<core::WorkspaceRequest> workspace = std::nullopt) {
-    core::CreateRequest request;
-    request.workspace = std::move(workspace);
-    return await<core::CreateResult>("sandbox create", [&](auto done) { manager->create(request, nullptr, done); });
-  }
-  void destroy(const std::string& sb) {
-    std::optional<Result<void>> r;
-    manager->destroy(sb, [&](Result<void> v) { r = std::move(v); });
-    run_until([&] { return r.has_value(); });
-    if (!r->ok()) throw std::runtime_error("sandbox destroy: " + r->error().message);
-  }
-  std::string start(const std::string& sb, std::vector<std::string> argv) {
-    return await<std::string>("process start", [&](auto done) {
-      manager->start_process(sb, core::ProcessSpec{std::move(argv), std::nullopt, {}, std::nullopt}, done);
-    });
-  }
-  // Waits for the process; throws with its output unless it exited 0.
-  void wait_ok(const std::string& pid) {
-    run_until([&] { return sink.exited.count(pid) != 0; });
-    const auto& exit = sink.exited[pid];
-    if (exit.exit_code != 0)
-      throw std::runtime_error("a guest process failed (exit " + std::to_string(exit.exit_code.value_or(-1)) + ", signal " +
-                               std::to_string(exit.signal.value_or(0)) + "): " + sink.output[pid]);
-  }
-  // Runs `script` with sh in the guest; milliseconds from the start request to its exit.
-  double guest(const std::string& sb, const std::string& script) {
-    auto t0 = Clock::now();
-    std::string pid = start(sb, {"sh", "-c", script});
-    wait_ok(pid);
-    return ms(t0, sink.exited_at[pid]);
-  }
-  // Writes everything `read` gives (it fills a buffer, 0 at the end) into the process's stdin,
-  // waiting for the channel's credit, then closes it. Returns the byte count.
-  template <typename Read>
-  std::uint64_t feed(const std::string& pid, Read read) {
-    std::vector<char> buf(64 * 1024);
-    std::uint64_t total = 0;
-    std::size_t n;
-    while ((n = read(buf.data(), buf.size())) > 0) {
-      for (;;) {
-        auto w = manager->write_stdin(pid, std::string_view(buf.data(), n));
-        if (w.ok()) break;
-        if (w.error().code != ErrorCode::kLimitExceeded) throw std::runtime_error("writing stdin: " + w.error().message);
-        uv_run(&loop, UV_RUN_ONCE);  // until the guest grants credit
-      }
-      total += n;
-    }
-    auto closed = manager->close_stdin(pid);
-    if (!closed.ok()) throw std::runtime_error("closing stdin: " + closed.error().message);
-    return total;
-  }
-  std::pair<core::SandboxWorkspace*, channel::AgentClient*> workspace(const std::string& sb) {
-    auto ws = manager->workspace(sb);
-    if (!ws.ok()) throw std::runtime_error(ws.error().message);
-    return *ws;
-  }
-};
 
 // The store a workspace's snapshots go to (deleted for a cold create).
 fs::path store_dir_of(const fs::path& workspace) {
@@ -214,7 +99,7 @@ struct Results {
 
 // 1. First sync, with its peers interleaved run by run (the machine's load moves). Returns the
 // last warm sandbox (sync and review run in it) and its snapshot's commit.
-std::pair<std::string, std::string> first_sync(Bench& b, const bench::SourceRepo& repo, const core::WorkspaceRequest& request,
+std::pair<std::string, std::string> first_sync(Driver& b, const bench::SourceRepo& repo, const core::WorkspaceRequest& request,
                                                const fs::path& store_dir, int runs, Results& out) {
   std::string kept, commit;
   for (int i = 0; i < runs; ++i) {
@@ -254,7 +139,7 @@ std::pair<std::string, std::string> first_sync(Bench& b, const bench::SourceRepo
 // The import's steps one at a time in a fresh guest, as the agent runs them: the pack (as the
 // host builds it for a guest that has nothing) through the channel into a file, git index-pack,
 // git read-tree -m -u. Each is timed from its process start to its exit.
-void import_steps(Bench& b, const fs::path& store_dir, const std::string& commit_hex, Results& out) {
+void import_steps(Driver& b, const fs::path& store_dir, const std::string& commit_hex, Results& out) {
   std::cerr << "timing the import's steps one by one in a guest...\n";
   auto store = snap::open_store((store_dir / "store.git").string());
   if (!store.ok()) throw std::runtime_error(store.error().message);
@@ -306,7 +191,7 @@ void import_steps(Bench& b, const fs::path& store_dir, const std::string& commit
 }
 
 // 2. Incremental sync: three files changed on the host, then sync.
-void incremental_sync(Bench& b, const bench::SourceRepo& repo, const std::string& sb, int runs, Results& out) {
+void incremental_sync(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int runs, Results& out) {
   std::cerr << "incremental sync x" << runs << "...\n";
   auto [ws, agent] = b.workspace(sb);
   auto three = bench::spread(repo.files(), 3);
@@ -326,7 +211,7 @@ void incremental_sync(Bench& b, const bench::SourceRepo& repo, const std::string
 
 // 3. Review: a guest process changes 100 files; the manifest alone (after one round of edits),
 // then refresh + list() + diff_all() (after another), and the diff computed again on its own.
-void review(Bench& b, const bench::SourceRepo& repo, const std::string& sb, int runs, Results& out) {
+void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int runs, Results& out) {
   std::cerr << "review of 100 changed files x" << runs << "...\n";
   auto [ws, agent] = b.workspace(sb);
   auto hundred = bench::spread(repo.files(), 100);
@@ -368,8 +253,10 @@ void review(Bench& b, const bench::SourceRepo& repo, const std::string& sb, int 
 }
 
 std::string load_average() {
-  std::string s = bench::sh_out("cut -d' ' -f1-3 /proc/loadavg");
-  return s.substr(0, s.find('\n'));
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
 }
 
 const char* verdict(double value, double target) { return value <= target ? "PASS" : "MISS"; }
@@ -461,7 +348,7 @@ int main(int argc, char** argv) {
     Results r;
     std::string accel;
     {
-      Bench b;
+      Driver b;
       accel = std::string(vm::accel_name(b.manager->accel()));
       std::cerr << "warming up: the guest image and template...\n";
       b.destroy(b.create().sandbox_id);
@@ -474,7 +361,8 @@ int main(int argc, char** argv) {
     print(r, repo, source, repo_ms, first_runs, runs, accel, load_before, load_average());
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
-    if (store_dir) fs::remove_all(*store_dir);
+    std::error_code ec;
+    if (store_dir) fs::remove_all(*store_dir, ec);
     return 1;
   }
   std::error_code ec;
