@@ -29,7 +29,8 @@ Agent::Agent(const AgentSettings& settings, Transport transport, bool pid1)
       rpc_([this](const std::string& text) { connection_.send_message(text); }),
       processes_(connection_, limits_, base_environment(pid1)),
       files_(connection_),
-      workspace_(connection_) {
+      workspace_(connection_),
+      net_(connection_, settings_.net) {
   limits_.init(settings_, pid1_);
   sigset_t mask;
   sigemptyset(&mask);
@@ -37,6 +38,7 @@ Agent::Agent(const AgentSettings& settings, Transport transport, bool pid1)
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signal_fd_ = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (signal_fd_ < 0) log_error(std::string("signalfd failed; exits are found by polling: ") + std::strerror(errno));
+  processes_.set_session_env([this] { return net_.environment(); });
   connection_.set_message_handler([this](std::string_view text) { rpc_.handle(text); });
   connection_.set_session_lost_handler([this](const std::string& why) { on_session_lost(why); });
   bind_methods();
@@ -64,6 +66,10 @@ void Agent::bind_methods() {
   rpc_.on(channel::method::kWorkspaceCheckout, [this](const json& p) { return workspace_.checkout(p); });
   rpc_.on(channel::method::kWorkspaceManifest, [this](const json& p) { return workspace_.manifest(p); });
   rpc_.on(channel::method::kWorkspaceExport, [this](const json& p) { return workspace_.export_files(p); });
+  rpc_.on(channel::method::kNetEnable, [this](const json& p) { return net_.enable(p); });
+  rpc_.on(channel::method::kNetTrust, [this](const json& p) { return net_.trust(p); });
+  rpc_.on(channel::method::kNetAccept, [this](const json& p) { return net_.accept(p); });
+  rpc_.on(channel::method::kNetRefuse, [this](const json& p) { return net_.refuse(p); });
 }
 
 Outcome Agent::on_hello(const json& params) {
@@ -92,6 +98,7 @@ void Agent::on_session_lost(const std::string& why) {
   processes_.abandon_all();
   files_.abandon_all();
   workspace_.abandon_all();
+  net_.abandon_all();
 }
 
 void Agent::drain_signals() {
@@ -106,6 +113,7 @@ void Agent::turn() {
   if (signal_fd_ >= 0) set.add(signal_fd_, POLLIN, [this](short) { drain_signals(); });
   if (short events = connection_.poll_events()) set.add(connection_.fd(), events, [this](short r) { connection_.on_poll(r); });
   processes_.add_polls(set);
+  net_.add_polls(set);
 
   int timeout = processes_.timeout_ms();
   auto sooner = [&timeout](int ms) { timeout = timeout < 0 ? ms : std::min(timeout, ms); };
@@ -121,6 +129,7 @@ void Agent::turn() {
   connection_.check_host();
   files_.pump();
   workspace_.pump();
+  net_.pump();
   processes_.advance();
   connection_.flush();
 }

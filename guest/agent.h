@@ -11,6 +11,7 @@
 
 #include "guest/connection.h"
 #include "guest/file_service.h"
+#include "guest/net_service.h"
 #include "guest/process_limits.h"
 #include "guest/process_table.h"
 #include "guest/rpc_server.h"
@@ -41,6 +42,7 @@ class Agent {
   ProcessTable processes_;
   FileService files_;
   WorkspaceService workspace_;
+  NetService net_;
   int signal_fd_ = -1;
 };
 

@@ -21,6 +21,12 @@ std::vector<std::string> ProcessTable::environment(const channel::ProcessStartPa
   auto unset = [&env](const std::string& name) {
     std::erase_if(env, [&](const std::string& e) { return e.size() > name.size() && e[name.size()] == '=' && e.compare(0, name.size(), name) == 0; });
   };
+  if (session_env_) {
+    for (const std::string& entry : session_env_()) {
+      unset(entry.substr(0, entry.find('=')));
+      env.push_back(entry);
+    }
+  }
   bool has_term = false;
   for (const auto& [name, value] : params.env) {
     unset(name);

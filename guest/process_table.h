@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,6 +32,9 @@ class ProcessTable {
   ProcessTable(Connection& connection, ProcessLimits& limits, std::vector<std::string> base_env);
 
   Outcome start(const json& params);
+  // Variables ("NAME=value") laid over the base environment of every process started from now
+  // on, before the request's own env (which wins): the proxy and CA settings of net.*.
+  void set_session_env(std::function<std::vector<std::string>()> fn) { session_env_ = std::move(fn); }
   Outcome resize(const json& params);
   Outcome signal(const json& params);
 
@@ -49,6 +53,7 @@ class ProcessTable {
   Connection& connection_;
   ProcessLimits& limits_;
   std::vector<std::string> base_env_;
+  std::function<std::vector<std::string>()> session_env_;
   std::map<pid_t, std::unique_ptr<Process>> processes_;
 };
 

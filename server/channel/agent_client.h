@@ -26,6 +26,7 @@
 
 #include "protocol/channel/messages.h"
 #include "server/channel/guest_channel.h"
+#include "server/channel/guest_connection.h"
 #include "server/common/result.h"
 
 namespace lockroom::channel {
@@ -110,6 +111,18 @@ class AgentClient {
 
   std::size_t tracked_processes() const { return processes_.size(); }
 
+  // --- network (agent_client_net.cpp; protocol/channel.md, "Network")
+  // Starts the agent's loopback proxies; the result names the ports bound. From then on every
+  // connection a guest program makes arrives as a GuestConnection through on_connection (set it
+  // first). Connections over `max_connections` open at once are reset at once (code 5); an
+  // announcement of a stream the agent never opened, or already announced, fails the channel.
+  void enable_network(const wire::NetEnableParams& params, Done<wire::NetEnableResult> done);
+  void on_connection(std::function<void(std::unique_ptr<GuestConnection>)> handler);
+  void set_max_connections(std::size_t max);
+  std::size_t open_connections() const;
+  // Installs a CA certificate (PEM, never a key) for processes started afterwards.
+  void trust_certificate(const std::string& pem, Done<wire::NetTrustResult> done);
+
  private:
   struct Proc;
   struct Upload;
@@ -122,8 +135,13 @@ class AgentClient {
   void maybe_forget(std::int64_t pid);
   Proc* find(std::int64_t pid);
 
+  struct Net;
+  class Connection;
+  Result<void> on_net_connection(const json& params);
+
   GuestChannel& channel_;
   AgentTimeouts timeouts_;
+  std::shared_ptr<Net> net_;
   std::map<std::int64_t, std::unique_ptr<Proc>> processes_;
   std::size_t lost_starts_ = 0;  // process.start calls we gave up on: their exits are unknown to us
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -1,0 +1,70 @@
+// net.trust's files; see net_trust.h.
+#include "guest/net_trust.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+namespace lockroom::agent {
+
+namespace {
+
+// The bundles distributions ship, first match wins.
+constexpr const char* kSystemBundles[] = {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"};
+
+std::string system_bundle() {
+  for (const char* path : kSystemBundles) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) continue;
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  return {};
+}
+
+// Writes `content` to `path` through a temporary file in the same folder; errno on failure.
+int write_replace(const std::string& path, const std::string& content) {
+  std::string temp = path + ".tmp";
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return errno;
+  std::size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno ? errno : EIO;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return err;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(fd, 0644) != 0 || ::close(fd) != 0 || ::rename(temp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(temp.c_str());
+    return err;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::variant<protocol::channel::NetTrustResult, RpcError> install_ca(const std::string& dir, const std::string& pem) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return errno_error(errno, "net.trust: creating " + dir);
+  protocol::channel::NetTrustResult result;
+  result.certificate = dir + "/lockroom-ca.pem";
+  result.bundle = dir + "/lockroom-bundle.pem";
+  std::string ca = pem.back() == '\n' ? pem : pem + "\n";
+  if (int err = write_replace(result.certificate, ca)) return errno_error(err, "net.trust: writing " + result.certificate);
+  std::string bundle = system_bundle();
+  if (!bundle.empty() && bundle.back() != '\n') bundle.push_back('\n');
+  if (int err = write_replace(result.bundle, bundle + ca)) return errno_error(err, "net.trust: writing " + result.bundle);
+  return result;
+}
+
+}  // namespace lockroom::agent
