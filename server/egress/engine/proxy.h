@@ -18,8 +18,9 @@
 //
 // Each decision is one AuditRecord, appended to the audit log (when a path is given) and passed
 // to on_event. Everything runs on the loop thread, including the hooks; nothing blocks: the
-// secret values are resolved by the caller beforehand (resolve_secret_values on a worker thread).
-// close(done) ends every session and frees every handle; done runs once all are closed.
+// secret values are resolved by the caller beforehand (resolve_secret_values_async in
+// secret_resolution.h). close(done) ends every session and frees every handle; done runs once,
+// after their close callbacks.
 #pragma once
 
 #include <chrono>
@@ -67,7 +68,7 @@ struct ProxyOptions {
   std::string sandbox_id;  // 1-40 of [A-Za-z0-9._-]: it names the CA
   Policy policy;           // used as given (apply with_default_allow beforehand if wanted)
   std::vector<Secret> secrets;
-  SecretValues secret_values;                 // resolved values of `secrets`, by name
+  SecretValues secret_values;                 // resolved values of `secrets`, by name (all required)
   std::optional<std::filesystem::path> audit_log;  // per-sandbox JSON-lines file
   ApprovalHook approve;                             // unset: `ask` means deny
   std::function<void(const AuditRecord&)> on_event;

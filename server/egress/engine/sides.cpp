@@ -110,8 +110,8 @@ void UpstreamSide::close() {
 
 // --- TlsSide ------------------------------------------------------------------------------------
 
-TlsSide::TlsSide(std::unique_ptr<tls::TlsStream> tls, std::unique_ptr<Side> inner, std::function<void()> on_handshake)
-    : tls_(std::move(tls)), inner_(std::move(inner)), on_handshake_(std::move(on_handshake)) {}
+TlsSide::TlsSide(std::unique_ptr<tls::TlsStream> tls, std::unique_ptr<Side> inner)
+    : tls_(std::move(tls)), inner_(std::move(inner)) {}
 
 void TlsSide::start(Callbacks callbacks) {
   callbacks_ = std::move(callbacks);
@@ -143,11 +143,6 @@ void TlsSide::on_ciphertext(std::string_view bytes) {
   flush();  // handshake answers, or the alert that explains a failure
   if (dead()) return;
   if (!fed) return fail(tls_->error().empty() ? fed.error().message : tls_->error());
-  if (!handshake_reported_ && tls_->handshake_done()) {
-    handshake_reported_ = true;
-    if (on_handshake_) on_handshake_();
-    if (dead()) return;
-  }
   deliver();
 }
 

@@ -86,8 +86,8 @@ class UpstreamSide final : public Side {
 
 class TlsSide final : public Side {
  public:
-  // `on_handshake` runs once when the handshake completed (before any on_data).
-  TlsSide(std::unique_ptr<tls::TlsStream> tls, std::unique_ptr<Side> inner, std::function<void()> on_handshake = {});
+  // Plaintext flows once the handshake is done; before that, write() is held by the TlsStream.
+  TlsSide(std::unique_ptr<tls::TlsStream> tls, std::unique_ptr<Side> inner);
   ~TlsSide() override { close(); }
   void start(Callbacks callbacks) override;
   // Ciphertext the peer sent before this side existed (the ClientHello the proxy peeked at).
@@ -109,14 +109,12 @@ class TlsSide final : public Side {
 
   std::unique_ptr<tls::TlsStream> tls_;
   std::unique_ptr<Side> inner_;
-  std::function<void()> on_handshake_;
   Callbacks callbacks_;
   bool started_ = false;
   bool paused_ = true;
   bool closed_ = false;
   bool failed_ = false;
   bool inner_full_ = false;
-  bool handshake_reported_ = false;
   bool inner_ended_ = false;
   bool end_reported_ = false;
   bool delivering_ = false;
