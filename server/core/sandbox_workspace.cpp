@@ -248,6 +248,14 @@ void SandboxWorkspace::refresh(channel::AgentClient& agent, Done<ChangeSet> done
   });
 }
 
+// What the guest listed, checked, and which of its entries the store lacks (worker thread).
+struct SandboxWorkspace::Listing {
+  channel::WorkspaceManifest listed;
+  review::Manifest manifest;
+  std::vector<std::int64_t> wanted;                                     // agent indexes to export
+  std::map<std::int64_t, std::pair<std::string, std::string>> expected;  // index -> id, path
+};
+
 void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done<ChangeSet> done) {
   auto started = Clock::now();
   auto alive = alive_;
@@ -256,95 +264,122 @@ void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done
   params.bounds.max_entries = static_cast<std::int64_t>(request_.limits.max_files);
   params.bounds.max_file_bytes = static_cast<std::int64_t>(request_.limits.max_file_bytes);
   params.bounds.max_total_bytes = static_cast<std::int64_t>(request_.limits.max_total_bytes) * 2;
-  agent.manifest(params, [this, alive, &agent, attempt, started, params, done](Result<channel::WorkspaceManifest> listed) {
+  git_repository* store = store_.get();
+  agent.manifest(params, [this, alive, &agent, attempt, started, params, store, done](Result<channel::WorkspaceManifest> listed) {
     if (!*alive) return;
     if (!listed) return done(make_error(listed.error().code, "cannot list the guest's workspace: " + listed.error().message));
-    std::vector<review::ManifestEntry> entries;
-    entries.reserve(listed->entries.size());
-    for (const auto& e : listed->entries) entries.push_back({e.path, e.mode, e.id, e.size});
-    review::ManifestLimits limits;
-    limits.max_entries = static_cast<std::size_t>(params.bounds.max_entries);
-    limits.max_blob_bytes = static_cast<std::uint64_t>(params.bounds.max_file_bytes);
-    limits.max_total_bytes = static_cast<std::uint64_t>(params.bounds.max_total_bytes);
-    auto manifest = std::make_shared<Result<review::Manifest>>(review::validate_manifest(std::move(entries), limits));
-    if (!*manifest) return done(manifest->error());
-    auto missing = review::missing_blobs(store_.get(), **manifest);
-    if (!missing) return done(missing.error());
-
-    // The agent's indexes of the entries whose blobs the store lacks (one per blob).
-    std::set<std::string> wanted;
-    for (const auto& oid : *missing) wanted.insert(oid_hex(oid));
-    std::vector<std::int64_t> indexes;
-    std::map<std::int64_t, std::pair<std::string, std::string>> expected;  // index -> id, path
-    for (std::size_t i = 0; i < listed->entries.size(); ++i) {
-      const auto& e = listed->entries[i];
-      if (wanted.erase(e.id)) {
-        indexes.push_back(static_cast<std::int64_t>(i));
-        expected[static_cast<std::int64_t>(i)] = {e.id, e.path};
-      }
-    }
-
-    auto finish = [this, alive, manifest, started, done](std::uint64_t blobs, std::uint64_t bytes) {
-      auto tree = review::build_result_tree(store_.get(), **manifest);
-      if (!tree) return done(tree.error());
-      auto ids = ids_of(base_);
-      if (!ids) return done(ids.error());
-      auto changes = review::Changes::compute(store_.get(), ids->tree, *tree);
-      if (!changes) return done(changes.error());
-      ChangeSet set;
-      set.changes = std::make_shared<review::Changes>(std::move(*changes));
-      set.refused = (*manifest)->refused;
-      set.blobs_fetched = blobs;
-      set.bytes_fetched = bytes;
-      set.refresh_ms = ms_since(started);
-      if (!set.refused.empty())
-        spdlog::warn("the guest's manifest had {} entries lockroom refused (first: {}: {})", set.refused.size(),
-                     set.refused.front().path, set.refused.front().reason);
-      reviewed_ = set;
-      done(std::move(set));
-    };
-    if (indexes.empty()) return finish(0, 0);
-
-    struct Fetch {
-      std::uint64_t blobs = 0, bytes = 0;
-      bool changed_since_listing = false;
-      std::optional<Error> failed;
-    };
-    auto fetch = std::make_shared<Fetch>();
-    wire::WorkspaceExportParams ex;
-    ex.path = kGuestPath;
-    ex.manifest = listed->summary.manifest;
-    ex.entries = indexes;
-    ex.bounds = params.bounds;
-    agent.export_files(
-        ex,
-        [this, alive, fetch, expected](channel::ExportedFile file) {
-          if (!*alive || fetch->failed) return;
-          auto it = expected.find(file.entry);
-          if (it == expected.end()) return;  // AgentClient checks order and count
-          if (file.id != it->second.first) {
-            fetch->changed_since_listing = true;
-            return;
+    auto shared = std::make_shared<channel::WorkspaceManifest>(std::move(*listed));
+    run_blocking<std::shared_ptr<Listing>>(
+        loop_,
+        [shared, params, store]() -> Result<std::shared_ptr<Listing>> {
+          auto out = std::make_shared<Listing>();
+          out->listed = std::move(*shared);
+          std::vector<review::ManifestEntry> entries;
+          entries.reserve(out->listed.entries.size());
+          for (const auto& e : out->listed.entries) entries.push_back({e.path, e.mode, e.id, e.size});
+          review::ManifestLimits limits;
+          limits.max_entries = static_cast<std::size_t>(params.bounds.max_entries);
+          limits.max_blob_bytes = static_cast<std::uint64_t>(params.bounds.max_file_bytes);
+          limits.max_total_bytes = static_cast<std::uint64_t>(params.bounds.max_total_bytes);
+          auto manifest = review::validate_manifest(std::move(entries), limits);
+          if (!manifest) return manifest.error();
+          out->manifest = std::move(*manifest);
+          auto missing = review::missing_blobs(store, out->manifest);
+          if (!missing) return missing.error();
+          // One agent index per missing blob.
+          std::set<std::string> wanted;
+          for (const auto& oid : *missing) wanted.insert(oid_hex(oid));
+          for (std::size_t i = 0; i < out->listed.entries.size(); ++i) {
+            const auto& e = out->listed.entries[i];
+            if (wanted.erase(e.id)) {
+              out->wanted.push_back(static_cast<std::int64_t>(i));
+              out->expected[static_cast<std::int64_t>(i)] = {e.id, e.path};
+            }
           }
-          auto oid = parse_oid(file.id, "exported file");
-          if (!oid) return void(fetch->failed = oid.error());
-          auto stored = review::store_blob(store_.get(), *oid, file.content, it->second.second);
-          if (!stored) return void(fetch->failed = stored.error());
-          fetch->blobs++;
-          fetch->bytes += file.content.size();
+          return out;
         },
-        [this, alive, &agent, attempt, fetch, finish, done](Result<std::int64_t> r) {
+        [this, alive, &agent, attempt, started, params, done](Result<std::shared_ptr<Listing>> listing) {
           if (!*alive) return;
-          if (!r) return done(make_error(r.error().code, "cannot fetch the guest's files: " + r.error().message));
-          if (fetch->failed) return done(*fetch->failed);
-          if (fetch->changed_since_listing) {
-            if (attempt < kRefreshAttempts) return do_refresh(agent, attempt + 1, done);
-            return done(make_error(ErrorCode::kUnavailable,
-                                   "files in the sandbox kept changing while lockroom read them; try again when its processes are quieter"));
-          }
-          finish(fetch->blobs, fetch->bytes);
+          if (!listing) return done(listing.error());
+          fetch_and_diff(agent, attempt, started, params.bounds, std::move(*listing), done);
         });
   });
+}
+
+// Fetches the blobs the store lacks, then (worker thread) stores them, builds the result tree
+// and diffs it with the base.
+void SandboxWorkspace::fetch_and_diff(channel::AgentClient& agent, int attempt, Clock::time_point started,
+                                      const wire::WorkspaceBounds& bounds, std::shared_ptr<Listing> listing, Done<ChangeSet> done) {
+  struct Fetched {
+    std::vector<channel::ExportedFile> files;
+    bool changed_since_listing = false;
+  };
+  auto fetched = std::make_shared<Fetched>();
+  auto alive = alive_;
+  git_repository* store = store_.get();
+  auto base = ids_of(base_);
+  if (!base) return done(base.error());
+  git_oid base_tree = base->tree;
+  auto diff = [this, alive, listing, fetched, store, base_tree, started, done]() {
+    run_blocking<ChangeSet>(
+        loop_,
+        [listing, fetched, store, base_tree, started]() -> Result<ChangeSet> {
+          ChangeSet set;
+          for (const auto& file : fetched->files) {
+            const auto& [id, path] = listing->expected.at(file.entry);
+            auto oid = parse_oid(id, "exported file");
+            if (!oid) return oid.error();
+            auto stored = review::store_blob(store, *oid, file.content, path);
+            if (!stored) return stored.error();
+            set.blobs_fetched++;
+            set.bytes_fetched += file.content.size();
+          }
+          auto tree = review::build_result_tree(store, listing->manifest);
+          if (!tree) return tree.error();
+          auto changes = review::Changes::compute(store, base_tree, *tree);
+          if (!changes) return changes.error();
+          set.changes = std::make_shared<review::Changes>(std::move(*changes));
+          set.refused = listing->manifest.refused;
+          set.refresh_ms = ms_since(started);
+          return set;
+        },
+        [this, alive, done](Result<ChangeSet> set) {
+          if (!*alive) return;
+          if (set && !set->refused.empty())
+            spdlog::warn("the guest's manifest had {} entries lockroom refused (first: {}: {})", set->refused.size(),
+                         set->refused.front().path, set->refused.front().reason);
+          if (set) reviewed_ = *set;
+          done(std::move(set));
+        });
+  };
+  if (listing->wanted.empty()) return diff();
+
+  wire::WorkspaceExportParams ex;
+  ex.path = kGuestPath;
+  ex.manifest = listing->listed.summary.manifest;
+  ex.entries = listing->wanted;
+  ex.bounds = bounds;
+  agent.export_files(
+      ex,
+      [listing, fetched](channel::ExportedFile file) {
+        auto it = listing->expected.find(file.entry);
+        if (it == listing->expected.end()) return;  // AgentClient checks order and count
+        if (file.id != it->second.first) {
+          fetched->changed_since_listing = true;  // written after the listing: list again
+          return;
+        }
+        fetched->files.push_back(std::move(file));
+      },
+      [this, alive, &agent, attempt, fetched, diff, done](Result<std::int64_t> r) {
+        if (!*alive) return;
+        if (!r) return done(make_error(r.error().code, "cannot fetch the guest's files: " + r.error().message));
+        if (fetched->changed_since_listing) {
+          if (attempt < kRefreshAttempts) return do_refresh(agent, attempt + 1, done);
+          return done(make_error(ErrorCode::kUnavailable,
+                                 "files in the sandbox kept changing while lockroom read them; try again when its processes are quieter"));
+        }
+        diff();
+      });
 }
 
 template <typename T>

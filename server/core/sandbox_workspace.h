@@ -106,7 +106,10 @@ class SandboxWorkspace {
   void enqueue(std::function<void(std::function<void()> finished)> op);
   void send_snapshot(channel::AgentClient& agent, const workspace::snapshot::SnapshotResult& snapshot,
                      std::optional<std::string> base_commit, Done<WorkspaceTransfer> done);
+  struct Listing;
   void do_refresh(channel::AgentClient& agent, int attempt, Done<ChangeSet> done);
+  void fetch_and_diff(channel::AgentClient& agent, int attempt, std::chrono::steady_clock::time_point started,
+                      const channel::wire::WorkspaceBounds& bounds, std::shared_ptr<Listing> listing, Done<ChangeSet> done);
   void run_git(channel::AgentClient& agent, std::string script, std::vector<std::string> args, Done<void> done);
   template <typename T>
   void with_review(channel::AgentClient& agent, std::function<Result<T>(const ChangeSet&)> act, Done<T> done);
