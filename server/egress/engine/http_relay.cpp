@@ -284,8 +284,11 @@ void HttpRelay::on_upstream_data(std::string_view bytes) {
   }
   if (bytes.empty()) return;
   FeedResult fed = response_->feed_body(bytes, [](std::string_view) {});
-  if (fed.state == ParseState::kError)
-    return session_.end("the response from " + head_.host.name + " broke off: " + response_->error().message);
+  if (fed.state == ParseState::kError) {
+    std::string why = "the response from " + head_.host.name + " broke off: " + response_->error().message;
+    audit("allow", record_.rule, why);
+    return session_.end(why);
+  }
   bool below_mark = write_client(bytes.substr(0, fed.consumed));
   if (fed.state == ParseState::kComplete) {
     if (fed.consumed < bytes.size()) upstream_reusable_ = false;
