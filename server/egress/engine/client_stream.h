@@ -13,7 +13,13 @@
 //   - After on_end (the guest closed its sending side) no more on_data arrives; on_reset means
 //     the connection broke and nothing more arrives at all.
 //   - Callbacks run on the loop thread. The engine never destroys the stream from inside one of
-//     its callbacks; the destructor must stop every callback and free what the adapter holds.
+//     its callbacks; the destructor must stop every callback.
+//   - The engine destroys a stream soon after close_write() (a 403 answer, the end of a
+//     response): what was written must still reach the guest, then the half-close — the adapter
+//     finishes that on its own after destruction. After reset() nothing more needs to arrive.
+//   - After write() said false the engine writes at most one more read's worth (about 64 KiB)
+//     before on_writable, so an adapter whose transport refuses bytes (flow control) keeps
+//     them in a small queue of its own and reports false while that queue is not empty.
 #pragma once
 
 #include <cstddef>

@@ -304,8 +304,6 @@ int ProxyHarness::close_all() {
   proxy_->close([this] { close_done = true; });
   loop_.run();
   proxy_.reset();
-  loop_.run();
-  if (getenv("H7_DEBUG")) uv_print_all_handles(loop_.get(), stderr);
   return loop_.finish();
 }
 
