@@ -155,10 +155,12 @@ void NetService::accept_clients(int listener, channel::NetKind kind) {
     std::int64_t client_port = ntohs(peer.sin_port);
     auto connection = std::make_unique<NetConnection>(connection_, fd, kind, client_port);
     if (connections_.size() >= static_cast<std::size_t>(bound_.max_connections)) {
-      log_warn("a proxy connection from port " + std::to_string(client_port) + " was refused: " + std::to_string(connections_.size()) +
-               " are open, the limit");
+      if (!refusing_)  // once per stretch at the limit: a program retrying in a loop must not flood the console
+        log_warn("proxy connections are refused: " + std::to_string(connections_.size()) + " are open, the limit (lockroom.net.max)");
+      refusing_ = true;
       continue;  // the destructor closes it with RST
     }
+    refusing_ = false;
     if (connection->start()) connections_.push_back(std::move(connection));
   }
 }

@@ -61,6 +61,7 @@ class NetService {
   int dns_fd_ = -1;
   std::vector<std::unique_ptr<NetConnection>> connections_;
   std::unordered_set<std::string> logged_names_;
+  bool refusing_ = false;  // at the connection limit (logged once)
   std::optional<protocol::channel::NetTrustResult> trusted_;
 };
 

@@ -125,6 +125,7 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
   for (const auto& [guest, host] : git->templates)
     if (auto ok = h.add_file("git-template:" + guest, host); !ok) return ok.error();
   h.add("gitconfig", guest_gitconfig());
+  h.add("hosts", kGuestHosts);
   h.add("init", init);
   h.add("agent-copy", "strip --strip-debug when strip is installed");
   std::string hash = h.hex_digest().substr(0, 16);

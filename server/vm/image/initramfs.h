@@ -32,6 +32,10 @@ struct InitramfsInputs {
 
 Result<CpioArchive> plan_initramfs(const InitramfsInputs& inputs);
 
+// The guest's /etc/hosts: localhost only. The guest has no DNS (protocol/channel.md, "Network"),
+// so without it "localhost" would not resolve, and NO_PROXY=localhost would name nothing.
+inline constexpr const char* kGuestHosts = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+
 // Reads a whole host file (following symlinks); fails with the path in the message.
 Result<std::string> read_host_file(const std::filesystem::path& path);
 
