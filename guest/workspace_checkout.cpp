@@ -1,12 +1,18 @@
 // checkout_workspace; see workspace_checkout.h.
 #include "guest/workspace_checkout.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <set>
 
 #include "guest/workspace_git.h"
+#include "guest/workspace_index.h"
 #include "guest/workspace_manifest.h"
 
 namespace lockroom::agent {
@@ -15,11 +21,6 @@ namespace channel = protocol::channel;
 namespace agent_error = channel::agent_error;
 
 namespace {
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 // One git step of a checkout; an error names the step and git's reason.
 struct Steps {
@@ -43,13 +44,74 @@ struct Steps {
     if (r && !r->ok()) error = make_rpc_error(agent_error::kIoError, what + ": " + step + " failed: " + r->problem());
     return r && r->ok();
   }
-  std::string rev(const std::string& name) {
-    auto r = run({"rev-parse", "-q", "--verify", name});
-    return r && r->ok() ? trimmed(r->out) : std::string();
-  }
   std::vector<std::string> paths(const std::vector<std::string>& args) {
     auto r = run(args);
     return r && r->ok() && !r->out_truncated ? split_z(r->out) : std::vector<std::string>{};
+  }
+  // A git run fed `input` on stdin (through a short-lived file in .git).
+  std::optional<GitRun> run_input(const std::vector<std::string>& args, const std::string& input) {
+    if (error) return std::nullopt;
+    std::string list = root + "/.git/lockroom-input-" + std::to_string(::getpid());
+    int fd = ::open(list.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    bool written = fd >= 0 && ::write(fd, input.data(), input.size()) == static_cast<ssize_t>(input.size());
+    int write_errno = errno;
+    if (fd >= 0) ::close(fd);
+    if (!written) {
+      error = make_rpc_error(agent_error::kIoError, what + ": cannot write " + list + ": " + std::strerror(write_errno));
+      ::unlink(list.c_str());
+      return std::nullopt;
+    }
+    GitOptions options;
+    options.stdin_path = list;
+    auto r = run_git(root, args, options);
+    ::unlink(list.c_str());
+    if (!r) {
+      error = make_rpc_error(agent_error::kIoError, what + ": " + r.error().message);
+      return std::nullopt;
+    }
+    return std::move(*r);
+  }
+  // The object id each of `names` (revisions, one per line, no newlines in them) resolves to, or ""
+  // when it does not: one `git cat-file --batch-check` fed the names on stdin.
+  std::vector<std::string> look_up(const std::vector<std::string>& names) {
+    std::vector<std::string> ids(names.size());
+    std::string input;
+    for (const auto& n : names) input += n + "\n";
+    auto r = run_input({"cat-file", "--batch-check=%(objectname)"}, input);
+    if (!r) return ids;
+    if (!r->ok()) {
+      error = make_rpc_error(agent_error::kIoError, what + ": git cat-file failed: " + r->problem());
+      return ids;
+    }
+    std::size_t start = 0;
+    for (auto& id : ids) {  // "<id>" when found, "<name> missing" (or "ambiguous") when not
+      std::size_t end = r->out.find('\n', start);
+      if (end == std::string::npos) break;
+      std::string line = r->out.substr(start, end - start);
+      if (line.size() == 40 && line.find_first_not_of("0123456789abcdef") == std::string::npos) id = line;
+      start = end + 1;
+    }
+    return ids;
+  }
+  // How many entries the index holds: its header says, unless the index is split (the header
+  // counts only part of it) or unreadable; then `git ls-files` counts.
+  std::int64_t index_files() {
+    if (!has_shared_index()) {
+      if (auto head = read_file_head(root + "/.git/index", 12))
+        if (auto count = index_entry_count(*head)) return *count;
+    }
+    auto files = run({"ls-files", "-z", "--cached"});
+    if (files && files->ok() && !files->out_truncated) return static_cast<std::int64_t>(std::count(files->out.begin(), files->out.end(), '\0'));
+    return 0;
+  }
+  bool has_shared_index() const {
+    DIR* dir = ::opendir((root + "/.git").c_str());
+    if (!dir) return true;
+    bool found = false;
+    while (const dirent* e = ::readdir(dir))
+      if (std::strncmp(e->d_name, "sharedindex.", 12) == 0) found = true;
+    ::closedir(dir);
+    return found;
   }
 };
 
@@ -87,16 +149,18 @@ Outcome checkout_workspace(const channel::WorkspaceCheckoutParams& p) {
   struct stat st{};
   if (::stat((p.path + "/.git").c_str(), &st) != 0)
     return make_rpc_error(agent_error::kNotARepository, git.what + " is not a git workspace (no .git): import a pack first");
-  for (const auto* id : {&p.commit, p.base ? &*p.base : nullptr}) {
-    if (!id) continue;
-    auto exists = git.run({"cat-file", "-e", *id + "^{commit}"});
-    if (git.error) return *git.error;
-    if (!exists->ok())
-      return make_rpc_error(agent_error::kNotFound, git.what + ": commit " + *id + " is not in the workspace's object store; send a pack with it first");
-  }
   std::string ref = "refs/heads/" + p.branch;
-  std::string head = git.rev("HEAD");
+  // One git process answers what used to take four: both commits, HEAD and the branch (read-tree
+  // moves no ref, so the branch can be read before it).
+  std::vector<std::string> names = {p.commit + "^{commit}", p.base ? *p.base + "^{commit}" : p.commit + "^{commit}", "HEAD", ref};
+  auto found = git.look_up(names);
   if (git.error) return *git.error;
+  for (std::size_t i = 0; i < 2; ++i)
+    if (found[i].empty())
+      return make_rpc_error(agent_error::kNotFound, git.what + ": commit " + (i ? *p.base : p.commit) +
+                                                        " is not in the workspace's object store; send a pack with it first");
+  const std::string& head = found[2];
+  const std::string& branch_at = found[3];
 
   channel::WorkspaceCheckoutResult result;
   result.commit = p.commit;
@@ -104,16 +168,17 @@ Outcome checkout_workspace(const channel::WorkspaceCheckoutParams& p) {
   if (!p.base) {
     if (!head.empty())
       return make_rpc_error(protocol::rpc_error::kInvalidParams, git.what + " already has commit " + head + " checked out; pass \"base\" to update it");
-    auto read = git.run({"read-tree", "-m", "-u", p.commit});
+    // One process fills the index and worktree, sets the branch and points HEAD at it; like
+    // read-tree it refuses to overwrite an untracked file.
+    auto checkout = git.run({"-c", "core.hooksPath=/dev/null", "checkout", "-q", "--no-guess", "-B", p.branch, p.commit, "--"});
     if (git.error) return *git.error;
-    if (!read->ok()) {
+    if (!checkout->ok()) {
       auto untracked = git.paths({"ls-files", "-z", "--others"});
       auto incoming = git.paths({"ls-tree", "-r", "-z", "--name-only", p.commit});
-      return refusal(git.what, colliding_paths(incoming, untracked), read->problem());
+      auto colliding = colliding_paths(incoming, untracked);
+      return colliding.empty() ? make_rpc_error(agent_error::kIoError, git.what + ": git checkout failed: " + checkout->problem() + "; nothing was changed")
+                               : refusal(git.what, std::move(colliding), checkout->problem());
     }
-    if (!git.must({"update-ref", "-m", "lockroom: snapshot", ref, p.commit}, "setting the branch") ||
-        !git.must({"symbolic-ref", "HEAD", ref}, "pointing HEAD at the branch"))
-      return *git.error;
     result.branch_moved = true;
   } else {
     (void)git.run({"update-index", "-q", "--refresh"});  // stat-only differences are no edits
@@ -128,7 +193,6 @@ Outcome checkout_workspace(const channel::WorkspaceCheckoutParams& p) {
       local.insert(local.end(), untracked.begin(), untracked.end());
       return refusal(git.what, colliding_paths(changed, local), read->problem());
     }
-    std::string branch_at = git.rev(ref);
     if (branch_at == *p.base || branch_at.empty()) {
       std::vector<std::string> args = {"update-ref", "-m", "lockroom: sync", ref, p.commit};
       if (!branch_at.empty()) args.push_back(*p.base);
@@ -136,8 +200,7 @@ Outcome checkout_workspace(const channel::WorkspaceCheckoutParams& p) {
       result.branch_moved = true;
     }
   }
-  auto files = git.run({"ls-files", "-z", "--cached"});
-  if (files && files->ok() && !files->out_truncated) result.files = static_cast<std::int64_t>(std::count(files->out.begin(), files->out.end(), '\0'));
+  result.files = git.index_files();
   if (git.error) return *git.error;
   return channel::to_json(result);
 }

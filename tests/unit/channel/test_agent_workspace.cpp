@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "guest/workspace_index.h"
 #include "protocol/channel/base64.h"
 #include "tests/fakes/lying_agent.h"
 #include "tests/unit/channel/channel_harness.h"
@@ -161,6 +162,33 @@ TEST_CASE("agent workspace: import checks a pack out with modes and symlinks, gi
   auto again = wait_for<wire::WorkspaceCheckoutResult>(h, [&](auto d) { h.client->import_workspace(w.checkout(c1), "", 1 << 20, d); });
   REQUIRE_FALSE(again);
   CHECK_THAT(again.error().message, Catch::Contains("already has commit " + c1) && Catch::Contains("pass \"base\""));
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
+}
+
+TEST_CASE("agent workspace: a first checkout refuses untracked files in its way and changes nothing", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  write(w.ws / "a.txt", "the guest's own a.txt\n");
+  write(w.ws / "keep.txt", "unrelated\n");
+  AgentHarness h;
+  auto refused = import(h, w.checkout(c1), w.pack(c1));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == ErrorCode::kWrongState);
+  CHECK_THAT(refused.error().message, Catch::Contains("conflict with the update in 1 file(s): a.txt; nothing was changed"));
+  CHECK(slurp(w.ws / "a.txt") == "the guest's own a.txt\n");
+  CHECK_FALSE(fs::exists(w.ws / "tool.sh"));
+  CHECK_FALSE(fs::exists(w.ws / ".git" / "refs" / "heads" / "main"));
+
+  // Out of the way, the same checkout goes through (the objects are in already) and leaves the rest.
+  fs::remove(w.ws / "a.txt");
+  auto done = wait_for<wire::WorkspaceCheckoutResult>(h, [&](auto d) { h.client->import_workspace(w.checkout(c1), "", 1 << 20, d); });
+  REQUIRE(done);
+  CHECK(done->files == 5);
+  CHECK(done->branch_moved);
+  CHECK(slurp(w.ws / "a.txt") == "alpha\n");
+  CHECK(w.status() == "?? keep.txt");
+  CHECK(sh("git -C " + w.q(w.ws) + " symbolic-ref HEAD") == "refs/heads/main");
   CHECK_FALSE(h.failure);
   CHECK(h.shutdown() == 0);
 }
@@ -335,6 +363,7 @@ TEST_CASE("agent workspace: a sync moves the worktree and keeps the guest's own 
   auto synced = import(h, w.checkout(c2, c1), thin);
   REQUIRE(synced);
   CHECK(synced->branch_moved);
+  CHECK(synced->files == 5);  // c.txt came, link went
   CHECK(slurp(w.ws / "a.txt") == long_text + "one more\n");
   CHECK(slurp(w.ws / "dir" / "b.txt") == "bravo, from the host\n");
   CHECK(slurp(w.ws / "c.txt") == "charlie\n");
@@ -565,4 +594,39 @@ TEST_CASE("workspace records: export decoder follows the requested order and the
   CHECK_THAT(error({1}, rec(1, wire::kModeFile, "x") + rec(1, wire::kModeFile, "x")), Catch::Contains("more than the 1 requested"));
   CHECK_THAT(error({1, 2}, rec(1, wire::kModeFile, "x")), Catch::Contains("ended after 1 of 2 records"));
   CHECK_THAT(error({1}, rec(1, wire::kModeFile, "xyz").substr(0, 18)), Catch::Contains("in the middle of a record"));
+}
+
+// ---- git's index, read by the agent
+
+TEST_CASE("workspace index: entries and count read from a real git index match git ls-files", "[channel][workspace]") {
+  World w;
+  seed(w);
+  write(w.src / "deep" / std::string(200, 'x') / std::string(201, 'y') / "z.txt", "a long path\n");  // padded past many 8-byte steps
+  w.commit("long");
+  std::string index = slurp(w.src / ".git" / "index");
+  auto count = lockroom::agent::index_entry_count(index);
+  REQUIRE(count);
+  CHECK(*count == 6);
+  auto entries = lockroom::agent::index_entries(index);
+  REQUIRE(entries);
+  std::string listed;
+  for (const auto& e : *entries) {
+    char mode[16];
+    std::snprintf(mode, sizeof mode, "%06o", e.mode);
+    listed += std::string(mode) + " " + wire::id_to_hex(e.raw_id) + " 0\t" + e.path + "\n";
+  }
+  CHECK(listed == sh("git -C " + w.q(w.src) + " ls-files -s") + "\n");
+  struct stat st{};
+  REQUIRE(::lstat((w.src / "a.txt").c_str(), &st) == 0);
+  CHECK(entries->front().path == ".gitignore");
+  CHECK((*entries)[1].ino == static_cast<std::uint32_t>(st.st_ino));
+  CHECK((*entries)[1].mtime_ns == static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec);
+
+  // Not an index, another version, or cut short: nothing, so the caller asks git instead.
+  CHECK_FALSE(lockroom::agent::index_entry_count("DIRX" + index.substr(4)));
+  std::string v5 = index;
+  v5[7] = 5;
+  CHECK_FALSE(lockroom::agent::index_entry_count(v5));
+  CHECK_FALSE(lockroom::agent::index_entries(index.substr(0, 100)));
+  CHECK_FALSE(lockroom::agent::index_entry_count(index.substr(0, 11)));
 }
