@@ -17,6 +17,7 @@
 
 #include "guest/net_dns.h"
 #include "guest/net_socks.h"
+#include "guest/settings.h"
 #include "tests/fakes/lying_agent.h"
 #include "tests/unit/channel/channel_harness.h"
 
@@ -270,6 +271,27 @@ TEST_CASE("net: net.connection announcements are checked as hostile input", "[ch
   CHECK_FALSE(wire::parse_net_connection(socks));
   CHECK_FALSE(wire::parse_net_trust_params(json{{"pem", "-----BEGIN PRIVATE KEY-----\n-----BEGIN CERTIFICATE-----"}}));
   CHECK_FALSE(wire::parse_net_refuse_params(json{{"stream", 2}, {"socksCode", 0}}));
+}
+
+TEST_CASE("net: the proxy ports come from the kernel command line and flags", "[channel][net]") {
+  agent::AgentSettings settings;
+  CHECK(settings.net.http_port == 3128);
+  CHECK(settings.net.socks_port == 1080);
+  CHECK(settings.net.dns_port == 53);
+  agent::apply_kernel_cmdline("quiet lockroom.net.http=8080 lockroom.net.dns=0 lockroom.net.max=16 lockroom.net.socks=0", settings);
+  CHECK(settings.net.http_port == 8080);
+  CHECK(settings.net.socks_port == 1080);  // 0 is no port a guest listens on: ignored
+  CHECK_FALSE(settings.net.dns_port);
+  CHECK(settings.net.max_connections == 16);
+  REQUIRE(agent::apply_flags({"--net-http-port", "0", "--net-dns-port", "5353", "--net-cert-dir", "/tmp/certs"}, settings));
+  CHECK(settings.net.http_port == 0);
+  CHECK(settings.net.dns_port == 5353);
+  CHECK(settings.net.cert_dir == "/tmp/certs");
+  auto bad = agent::apply_flags({"--net-socks-port", "70000"}, settings);
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("--net-socks-port needs a port") && Catch::Contains("70000"));
+  CHECK_FALSE(agent::apply_flags({"--net-max-connections", "0"}, settings));
+  CHECK_FALSE(agent::apply_flags({"--net-cert-dir", "relative"}, settings));
 }
 
 // ---- the real agent
