@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <tuple>
+#include <variant>
 
 #include "guest/log.h"
 #include "guest/net_dns.h"

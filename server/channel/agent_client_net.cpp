@@ -4,11 +4,12 @@
 // A connection is a stream the agent opened, then announced with net.connection. The announcement
 // claims the stream (paused, so nothing is delivered before the owner has set its callbacks);
 // a stream the agent never opened or announced twice fails the channel: the guest lied.
+#include "server/channel/agent_client.h"
+
 #include <spdlog/spdlog.h>
 
 #include <unordered_map>
 
-#include "server/channel/agent_client.h"
 #include "server/channel/agent_client_impl.h"
 
 namespace lockroom::channel {
