@@ -55,7 +55,12 @@ int write_replace(const std::string& path, const std::string& content) {
 }  // namespace
 
 std::variant<protocol::channel::NetTrustResult, RpcError> install_ca(const std::string& dir, const std::string& pem) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return errno_error(errno, "net.trust: creating " + dir);
+  // mkdir -p: the default guest image has no /etc/ssl at all.
+  for (std::size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
+    std::string part = dir.substr(0, slash);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return errno_error(errno, "net.trust: creating " + part);
+    if (slash == std::string::npos) break;
+  }
   protocol::channel::NetTrustResult result;
   result.certificate = dir + "/lockroom-ca.pem";
   result.bundle = dir + "/lockroom-bundle.pem";

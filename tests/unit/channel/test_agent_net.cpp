@@ -98,7 +98,8 @@ struct TempDir {
 // A real agent with its proxies on free ports, networking enabled, connections recorded.
 struct Net {
   TempDir certs;
-  AgentHarness h{{"--net-http-port", "0", "--net-socks-port", "0", "--net-dns-port", "0", "--net-cert-dir", certs.path.string()}};
+  // A cert dir whose parents do not exist yet, as in the default image (no /etc/ssl at all).
+  AgentHarness h{{"--net-http-port", "0", "--net-socks-port", "0", "--net-dns-port", "0", "--net-cert-dir", (certs.path / "ssl" / "certs").string()}};
   wire::NetEnableResult ports;
   std::vector<std::shared_ptr<Seen>> seen;
 
@@ -477,7 +478,7 @@ TEST_CASE("net: started processes get the proxy and CA variables unless they set
   n.h.client->trust_certificate(pem, [&](Result<wire::NetTrustResult> r) { trusted = std::move(r); });
   REQUIRE(n.h.loop.run_until([&] { return trusted.has_value(); }));
   REQUIRE(*trusted);
-  CHECK((*trusted)->certificate == (n.certs.path / "lockroom-ca.pem").string());
+  CHECK((*trusted)->certificate == (n.certs.path / "ssl" / "certs" / "lockroom-ca.pem").string());
   std::ifstream ca((*trusted)->certificate);
   std::stringstream text;
   text << ca.rdbuf();
