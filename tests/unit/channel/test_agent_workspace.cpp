@@ -171,17 +171,20 @@ TEST_CASE("agent workspace: a first checkout refuses untracked files in its way 
   std::string c1 = seed(w);
   write(w.ws / "a.txt", "the guest's own a.txt\n");
   write(w.ws / "keep.txt", "unrelated\n");
+  write(w.ws / ".gitignore", "tool.sh\n");  // an ignored file is not overwritten either
+  write(w.ws / "tool.sh", "the guest's own tool.sh\n");
   AgentHarness h;
   auto refused = import(h, w.checkout(c1), w.pack(c1));
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == ErrorCode::kWrongState);
-  CHECK_THAT(refused.error().message, Catch::Contains("conflict with the update in 1 file(s): a.txt; nothing was changed"));
+  CHECK_THAT(refused.error().message, Catch::Contains("conflict with the update in 3 file(s): .gitignore, a.txt, tool.sh; nothing was changed"));
+  CHECK(slurp(w.ws / "tool.sh") == "the guest's own tool.sh\n");
   CHECK(slurp(w.ws / "a.txt") == "the guest's own a.txt\n");
-  CHECK_FALSE(fs::exists(w.ws / "tool.sh"));
+  CHECK_FALSE(fs::exists(w.ws / "dir" / "b.txt"));
   CHECK_FALSE(fs::exists(w.ws / ".git" / "refs" / "heads" / "main"));
 
   // Out of the way, the same checkout goes through (the objects are in already) and leaves the rest.
-  fs::remove(w.ws / "a.txt");
+  for (const char* path : {".gitignore", "a.txt", "tool.sh"}) fs::remove(w.ws / path);
   auto done = wait_for<wire::WorkspaceCheckoutResult>(h, [&](auto d) { h.client->import_workspace(w.checkout(c1), "", 1 << 20, d); });
   REQUIRE(done);
   CHECK(done->files == 5);
@@ -402,6 +405,67 @@ TEST_CASE("agent workspace: a sync that meets conflicting guest edits is refused
   CHECK(fs::is_regular_file(w.ws / "lib"));
   CHECK(sh("git -C " + w.q(w.ws) + " rev-parse main") == c1);
   CHECK(w.status() == status_before);
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
+}
+
+TEST_CASE("agent workspace: a sync of changes the guest already made itself is no conflict", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  AgentHarness h;
+  REQUIRE(import(h, w.checkout(c1), w.pack(c1)));
+
+  // The sandbox's own changes...
+  write(w.ws / "a.txt", "alpha, changed in the sandbox\n");
+  write(w.ws / "new" / "n.txt", "a new file from the sandbox\n");
+  fs::remove(w.ws / "dir" / "b.txt");
+  write(w.ws / "notes.md", "the agent's notes, not applied\n");
+  // ...applied to the host by the user, who also changed something else.
+  write(w.src / "a.txt", "alpha, changed in the sandbox\n");
+  write(w.src / "new" / "n.txt", "a new file from the sandbox\n");
+  fs::remove(w.src / "dir" / "b.txt");
+  write(w.src / "c.txt", "charlie\n");
+  std::string c2 = w.commit("applied");
+
+  auto synced = import(h, w.checkout(c2, c1), w.pack(c2, c1));
+  REQUIRE(synced);
+  CHECK(synced->branch_moved);
+  CHECK(synced->files == 6);
+  CHECK(slurp(w.ws / "a.txt") == "alpha, changed in the sandbox\n");
+  CHECK(slurp(w.ws / "c.txt") == "charlie\n");
+  CHECK(sh("git -C " + w.q(w.ws) + " rev-parse main") == c2);
+  CHECK(w.status() == "?? notes.md");
+  CHECK_FALSE(fs::exists(w.ws / ".git" / "lockroom-index-before-sync"));
+
+  // One path already as the host has it, one a real conflict: only the conflict is named, and
+  // nothing is taken into the index.
+  write(w.ws / "a.txt", "alpha, third version\n");
+  write(w.ws / "tool.sh", "#!/bin/sh\necho the guest's\n");
+  write(w.src / "a.txt", "alpha, third version\n");
+  write(w.src / "tool.sh", "#!/bin/sh\necho the host's\n");
+  std::string c3 = w.commit("mixed");
+  auto refused = import(h, w.checkout(c3, c2), w.pack(c3, c2));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == ErrorCode::kWrongState);
+  CHECK_THAT(refused.error().message, Catch::Contains("conflict with the update in 1 file(s): tool.sh; nothing was changed"));
+  CHECK(sh("git -C " + w.q(w.ws) + " diff --cached --name-only") == "");
+  CHECK(sh("git -C " + w.q(w.ws) + " rev-parse main") == c2);
+  CHECK(w.status() == " M a.txt\n M tool.sh\n?? notes.md");
+
+  // The agent committed one change (its index differs from BASE there) and left a new file
+  // untracked; the user applied both on the host. The branch stays where the agent put it.
+  sh("git -C " + w.q(w.ws) + " checkout -q -- tool.sh");
+  sh("cd " + w.q(w.ws) + " && git add a.txt && git commit -q -m agent-commit");
+  write(w.ws / "new" / "m.txt", "made by the agent\n");
+  write(w.src / "new" / "m.txt", "made by the agent\n");
+  std::string c4 = w.commit("applied-again");
+  auto again = import(h, w.checkout(c4, c2), w.pack(c4, c2));
+  REQUIRE(again);
+  CHECK_FALSE(again->branch_moved);
+  CHECK(slurp(w.ws / "tool.sh") == "#!/bin/sh\necho the host's\n");
+  CHECK(slurp(w.ws / "new" / "m.txt") == "made by the agent\n");
+  CHECK(sh("git -C " + w.q(w.ws) + " diff --name-only") == "");  // the worktree is what the index says
+  CHECK(sh("git -C " + w.q(w.ws) + " ls-files new/m.txt") == "new/m.txt");
   CHECK_FALSE(h.failure);
   CHECK(h.shutdown() == 0);
 }
