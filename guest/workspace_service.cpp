@@ -10,6 +10,7 @@
 
 #include "guest/workspace_checkout.h"
 #include "guest/workspace_git.h"
+#include "guest/workspace_index.h"
 #include "guest/workspace_manifest.h"
 #include "protocol/channel/messages.h"
 
@@ -76,7 +77,10 @@ Outcome WorkspaceService::import(const json& params) {
 Outcome WorkspaceService::checkout(const json& params) {
   auto p = channel::parse_workspace_checkout_params(params);
   if (!p) return invalid_params(p.error());
-  return checkout_workspace(*p);
+  Outcome out = checkout_workspace(*p);
+  // git's index now knows every file it wrote: the first manifest need not read them again.
+  if (!std::holds_alternative<RpcError>(out)) seed_stat_cache(p->path, workspace(p->path, static_cast<std::size_t>(channel::WorkspaceBounds{}.max_entries)).cache);
+  return out;
 }
 
 Outcome WorkspaceService::manifest(const json& params) {

@@ -7,9 +7,10 @@
 //             when small, on a stream otherwise; remembered as the workspace's latest manifest.
 //   export    sends chosen entries of the latest manifest as records on a stream.
 //
-// Each workspace path keeps a stat cache (so a second manifest re-hashes only what changed) and
-// its latest manifest's paths; at most kMaxWorkspaces paths are remembered. Git runs and hashing
-// are done inside the call (the loop waits); streams move with the loop. Loop thread only.
+// Each workspace path keeps a stat cache (seeded from git's index after each checkout, so even the
+// first manifest re-hashes only what changed since) and its latest manifest's paths; at most
+// kMaxWorkspaces paths are remembered. Git runs and hashing are done inside the call (the loop
+// waits); streams move with the loop. Loop thread only.
 #pragma once
 
 #include <cstdint>
