@@ -38,22 +38,31 @@ int forward_pack_bytes(void* buf, size_t size, void* payload) {
   return 0;
 }
 
-// Reads a pack index (version 2) and says whether it lists exactly `sorted_ids`.
-bool index_lists_exactly(const std::filesystem::path& idx_path, const std::vector<git_oid>& sorted_ids) {
+// The object ids a pack index (version 2) lists, in its order (sorted); nullopt when it cannot be
+// read or is not version 2.
+std::optional<std::vector<git_oid>> index_ids(const std::filesystem::path& idx_path) {
   std::ifstream in(idx_path, std::ios::binary);
   unsigned char header[8 + 256 * 4];
-  if (!in.read(reinterpret_cast<char*>(header), sizeof header)) return false;
+  if (!in.read(reinterpret_cast<char*>(header), sizeof header)) return std::nullopt;
   static constexpr unsigned char kMagicV2[8] = {0xff, 't', 'O', 'c', 0, 0, 0, 2};
-  if (std::memcmp(header, kMagicV2, sizeof kMagicV2) != 0) return false;
+  if (std::memcmp(header, kMagicV2, sizeof kMagicV2) != 0) return std::nullopt;
   const unsigned char* last = header + 8 + 255 * 4;
   const std::uint64_t count = (std::uint64_t{last[0]} << 24) | (std::uint64_t{last[1]} << 16) |
                               (std::uint64_t{last[2]} << 8) | std::uint64_t{last[3]};
-  if (count != sorted_ids.size()) return false;
-  git_oid id;
-  for (const auto& want : sorted_ids) {
-    if (!in.read(reinterpret_cast<char*>(id.id), GIT_OID_RAWSZ) || git_oid_cmp(&id, &want) != 0) return false;
-  }
-  return true;
+  std::error_code ec;
+  const auto file_size = std::filesystem::file_size(idx_path, ec);
+  if (ec || count > file_size / GIT_OID_RAWSZ) return std::nullopt;  // a count the file cannot hold
+  std::vector<git_oid> ids(count);
+  for (auto& id : ids)
+    if (!in.read(reinterpret_cast<char*>(id.id), GIT_OID_RAWSZ)) return std::nullopt;
+  return ids;
+}
+
+// Whether a pack index lists exactly `sorted_ids`.
+bool index_lists_exactly(const std::filesystem::path& idx_path, const std::vector<git_oid>& sorted_ids) {
+  auto listed = index_ids(idx_path);
+  return listed && std::equal(listed->begin(), listed->end(), sorted_ids.begin(), sorted_ids.end(),
+                              [](const git_oid& a, const git_oid& b) { return git_oid_equal(&a, &b); });
 }
 
 // A packfile of the store that holds exactly `ids`, if there is one: after a snapshot into an
@@ -175,5 +184,36 @@ Result<PackInfo> write_pack(git_repository* store, const std::vector<git_oid>& i
   }
   return state.info;
 }
+
+Result<PackPlan> plan_packs(git_repository* store, const std::vector<git_oid>& ids) {
+  ensure_libgit2();
+  PackPlan plan;
+  OidSet wanted(ids.begin(), ids.end()), covered;
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::path(git_repository_path(store)) / "objects" / "pack";
+  std::vector<std::filesystem::path> indexes;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".idx") indexes.push_back(entry.path());
+  std::sort(indexes.begin(), indexes.end());  // the same plan for the same store
+  for (const auto& idx : indexes) {
+    auto pack = idx;
+    pack.replace_extension(".pack");
+    if (!std::filesystem::is_regular_file(pack, ec)) continue;
+    auto listed = index_ids(idx);
+    if (!listed || listed->empty()) continue;
+    bool whole = std::all_of(listed->begin(), listed->end(), [&](const git_oid& id) { return wanted.count(id) && !covered.count(id); });
+    if (!whole) continue;
+    const auto bytes = std::filesystem::file_size(pack, ec);
+    if (ec) continue;
+    covered.insert(listed->begin(), listed->end());
+    plan.store_packs.push_back(StorePack{pack, listed->size(), bytes});
+  }
+  OidSet rest_seen;
+  for (const auto& id : ids)
+    if (!covered.count(id) && rest_seen.insert(id).second) plan.rest.push_back(id);
+  return plan;
+}
+
+Result<PackInfo> send_store_pack(const StorePack& pack, const PackSink& sink) { return stream_file(pack.path, pack.objects, sink); }
 
 }  // namespace lockroom::workspace::snapshot

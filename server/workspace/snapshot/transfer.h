@@ -8,6 +8,7 @@
 #include <git2.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <set>
 #include <string>
@@ -45,5 +46,24 @@ using PackSink = std::function<Result<void>(std::string_view)>;
 // first transfer after a snapshot into an empty store) its bytes are sent as they are instead of
 // compressing everything again. An error from the sink stops the pack and is returned as is.
 Result<PackInfo> write_pack(git_repository* store, const std::vector<git_oid>& ids, const PackSink& sink);
+
+// How to send `ids` as several packs (the guest takes one `workspace.import` per pack before its
+// `workspace.checkout`): the store's packs whose objects are all wanted, to send as they are with
+// send_store_pack() (no compression again; each is self-contained, no pack's objects in another),
+// and the objects left over, for one write_pack(). A large snapshot is stored as several packs
+// plus loose objects for big files, so this spares re-compressing nearly all of it.
+struct StorePack {
+  std::filesystem::path path;  // the .pack file
+  std::uint64_t objects = 0;
+  std::uint64_t bytes = 0;
+};
+struct PackPlan {
+  std::vector<StorePack> store_packs;
+  std::vector<git_oid> rest;  // in the order of `ids`, each once; empty: no write_pack() needed
+};
+Result<PackPlan> plan_packs(git_repository* store, const std::vector<git_oid>& ids);
+
+// Streams one of plan_packs()'s store packs to `sink` as it is.
+Result<PackInfo> send_store_pack(const StorePack& pack, const PackSink& sink);
 
 }  // namespace lockroom::workspace::snapshot

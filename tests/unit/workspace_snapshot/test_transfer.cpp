@@ -243,3 +243,59 @@ TEST_CASE("an unknown commit is a clear error") {
   CHECK(r.error().code == lockroom::ErrorCode::kNotFound);
   CHECK(r.error().message.find(std::string(40, '1')) != std::string::npos);
 }
+
+TEST_CASE("a first transfer of a store with a large file: the store's pack as it is, a new pack only for the rest") {
+  if (std::system("git --version >/dev/null 2>&1") != 0) {
+    WARN("git is not installed; skipped");
+    return;
+  }
+  TempDir ws, store, guest;
+  for (int i = 0; i < 30; ++i) write_file(ws / ("src/f" + std::to_string(i) + ".c"), "int f" + std::to_string(i) + ";\n");
+  write_file(ws / "big.bin", std::string(3 << 20, 'z'));  // streamed to a loose object, outside the pack
+  auto r = snap(ws.path(), store.path());
+  auto repo = open_bare(store.path());
+  auto ids = objects_to_send(repo.get(), oid(r.commit_id), {});
+  REQUIRE(ids.ok());
+
+  auto plan = plan_packs(repo.get(), *ids);
+  REQUIRE(plan.ok());
+  REQUIRE(plan->store_packs.size() == 1);
+  CHECK(plan->store_packs[0].objects == ids->size() - 1);
+  REQUIRE(plan->rest.size() == 1);
+  CHECK(hex(plan->rest[0]) == id_at(repo.get(), r.commit_id, "big.bin"));
+
+  std::string store_pack;
+  auto sent = send_store_pack(plan->store_packs[0], [&](std::string_view bytes) -> lockroom::Result<void> {
+    store_pack.append(bytes);
+    return {};
+  });
+  REQUIRE(sent.ok());
+  CHECK(store_pack == read_file(plan->store_packs[0].path));
+  CHECK(sent->bytes == plan->store_packs[0].bytes);
+  const std::string rest_pack = pack_of(repo.get(), plan->rest);
+  CHECK(objects_in_pack(rest_pack) == hex_set(plan->rest));
+
+  // Both packs into one repository, as consecutive imports: the commit is complete.
+  write_file(guest / "1.pack", store_pack);
+  write_file(guest / "2.pack", rest_pack);
+  const std::string bare = guest / "repo.git";
+  const std::string cmd = "git init -q --bare '" + bare + "' && git -C '" + bare + "' index-pack --stdin --fix-thin < '" + (guest / "1.pack") +
+                          "' >/dev/null && git -C '" + bare + "' index-pack --stdin --fix-thin < '" + (guest / "2.pack") +
+                          "' >/dev/null && git -C '" + bare + "' fsck --no-progress --no-dangling " + r.commit_id + " && git -C '" + bare + "' archive " +
+                          r.commit_id + " >/dev/null";
+  CHECK(std::system(cmd.c_str()) == 0);
+
+  // A sync: the guest has the first commit.
+  write_file(ws / "src/f3.c", "int f3 = 3;\n");
+  auto second = snap(ws.path(), store.path());
+  auto delta = objects_to_send(repo.get(), oid(second.commit_id), OidSet(ids->begin(), ids->end()));
+  REQUIRE(delta.ok());
+  auto sync_plan = plan_packs(repo.get(), *delta);
+  REQUIRE(sync_plan.ok());
+  CHECK(delta->size() == 4);  // the edited file, src/, the root tree, the commit
+  // The new snapshot's pack holds exactly these: sent as it is. The first pack holds objects the
+  // guest has, so it is not sent again.
+  REQUIRE(sync_plan->store_packs.size() == 1);
+  CHECK(sync_plan->store_packs[0].objects == 4);
+  CHECK(sync_plan->rest.empty());
+}
