@@ -46,7 +46,7 @@ json initialize_result(const ServerInfo& info) {
                {"workDoneProgress", true},
                {"methods", json::array({"lockroom/echo", "sandbox/create", "sandbox/list", "sandbox/destroy", "process/start",
                                          "process/write", "process/closeStdin", "process/resize", "process/signal", "changes/list", "changes/diff",
-                                         "changes/content", "changes/apply", "changes/discard", "workspace/sync"})}}}}},
+                                         "changes/content", "changes/apply", "changes/discard", "workspace/sync", "network/policy"})}}}}},
        }},
   };
 }

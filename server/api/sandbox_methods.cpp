@@ -3,6 +3,7 @@
 
 #include "protocol/sandbox.h"
 #include "server/api/error_map.h"
+#include "server/api/network_methods.h"
 #include "server/api/workspace_methods.h"
 #include "server/rpc/progress.h"
 
@@ -57,7 +58,9 @@ void SandboxMethods::bind(core::SandboxManager& manager) {
       return reply.error(protocol::rpc_error::kInvalidParams, "invalid params: \"kits\" are not supported by this lockroom yet; leave them out");
     auto progress = std::make_shared<rpc::WorkDoneProgress>(*conn, params);
     progress->begin("Starting sandbox", 0);
-    core::CreateRequest request{to_request(p.resources), std::move(p.env), std::nullopt};
+    auto network = read_network_request(params);
+    if (!network) return reply.error(to_rpc_error(network.error()));
+    core::CreateRequest request{to_request(p.resources), std::move(p.env), std::nullopt, std::move(*network)};
     if (p.workspace) request.workspace = to_workspace_request(*p.workspace);
     m->create(std::move(request),
               [progress](const std::string& message, int percent) { progress->report(message, percent); },
@@ -77,6 +80,7 @@ void SandboxMethods::bind(core::SandboxManager& manager) {
                             {"state", "ready"},
                             {"limits", limits_json(r->limits)},
                             {"timings", {{"totalMs", t.total_ms}, {"templateMs", t.template_ms}, {"restoreMs", t.restore_ms}}}};
+                if (r->audit_log) result["network"] = json{{"auditLog", r->audit_log->string()}};
                 if (r->workspace) {
                   result["workspace"] = workspace_summary_json(*r->workspace);
                   result["timings"]["snapshotMs"] = t.snapshot_ms;
@@ -143,6 +147,14 @@ void SandboxMethods::bind(core::SandboxManager& manager) {
     if (!reader.ok()) return reply.error(reader.error());
     m->signal(p.process_id, p.signal, answer_void(reply));
   });
+}
+
+void SandboxMethods::network_event(const std::string& sandbox_id, const egress::AuditRecord& record) {
+  send_network_event(connection_, sandbox_id, record);
+}
+
+void SandboxMethods::approve_network(const std::string& sandbox_id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) {
+  ask_editor_to_approve(connection_, client_can_approve_ && client_can_approve_(), sandbox_id, question, std::move(reply));
 }
 
 void SandboxMethods::state_changed(const std::string& id, core::SandboxState state, core::StopReason reason, const std::string& message) {

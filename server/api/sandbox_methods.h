@@ -20,9 +20,15 @@ class SandboxMethods final : public core::SandboxEvents {
   void state_changed(const std::string& id, core::SandboxState state, core::StopReason reason, const std::string& message) override;
   void process_output(const std::string& process_id, core::OutputStream stream, const core::OutputChunk& chunk) override;
   void process_exited(const std::string& process_id, const core::ProcessExit& exit) override;
+  void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) override;
+  void approve_network(const std::string& sandbox_id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) override;
+
+  // Whether the editor declared at initialize that it answers network/approve.
+  void set_client_can_approve(std::function<bool()> fn) { client_can_approve_ = std::move(fn); }
 
  private:
   rpc::Connection& connection_;
+  std::function<bool()> client_can_approve_;
 };
 
 }  // namespace lockroom::api

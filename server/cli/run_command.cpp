@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/cli/command.h"
+#include "server/cli/run_network.h"
 #include "server/cli/run_review.h"
 #include "server/cli/sandbox_config.h"
 #include "server/common/uv_handle.h"
@@ -33,6 +34,8 @@ struct RunOptions {
   std::map<std::string, std::string> env;
   std::string workspace;  // the folder copied in at /workspace; empty: none
   ReviewChoice review;
+  bool network = true;             // egress through the policy proxy (default allow list)
+  std::vector<std::string> allow;  // extra hosts to allow: HOST or HOST:PORT
 };
 
 // Puts the terminal in raw mode for the life of the object.
@@ -81,6 +84,15 @@ class RunSession final : public core::SandboxEvents {
     if (options_.timeout_s) request.resources.lifetime_seconds = options_.timeout_s;
     request.env = options_.env;
     if (!options_.workspace.empty()) request.workspace = core::WorkspaceRequest{options_.workspace, {}, {}};
+    if (options_.network) {
+      auto network = network_request(options_.allow);
+      if (!network) {
+        std::cerr << "lockroom: " << network.error().message << std::endl;
+        exit_code_ = 2;
+        return exit_code_;
+      }
+      request.network = std::move(*network);
+    }
     manager_.create(request, [](const std::string& message, int) { std::cerr << "lockroom: " << message << std::endl; },
                     [this](Result<core::CreateResult> created) { on_created(std::move(created)); });
     uv_run(loop_, UV_RUN_DEFAULT);
@@ -119,6 +131,7 @@ class RunSession final : public core::SandboxEvents {
       return finish();
     }
     sandbox_id_ = created->sandbox_id;
+    audit_log_ = created->audit_log;
     spdlog::debug("sandbox {} ready in {} ms", sandbox_id_, created->timings.total_ms);
     if (created->workspace && !created->workspace->snapshot.withheld.empty()) {
       const auto& withheld = created->workspace->snapshot.withheld;
@@ -197,6 +210,7 @@ class RunSession final : public core::SandboxEvents {
     if (finishing_) return;
     finishing_ = true;
     stop_input();
+    if (audit_log_) print_denied_summary(*audit_log_);
     manager_.shutdown([] {});
   }
 
@@ -210,6 +224,7 @@ class RunSession final : public core::SandboxEvents {
   int exit_code_ = kSandboxFailed;
   std::string sandbox_id_;
   std::string process_id_;
+  std::optional<std::filesystem::path> audit_log_;
   std::optional<RawTerminal> raw_;
   std::unique_ptr<rpc::StdioTransport> stdin_;
   uv_signal_t* winch_ = nullptr;
@@ -224,7 +239,7 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--cpus", options->cpus, "vCPUs for the guest (default 1)");
   cmd->add_option("--memory", options->memory_mib, "guest memory in MiB (default 512)");
   cmd->add_option("--timeout", options->timeout_s, "end the sandbox after this many seconds (default 3600)");
-  cmd->add_option("-e,--env", *env, "NAME=VALUE for the command's environment (repeatable)");
+  cmd->add_option("-e,--env", *env, "NAME=VALUE for the command's environment (repeatable)")->allow_extra_args(false);
   auto no_workspace = std::make_shared<bool>(false);
   auto apply = std::make_shared<bool>(false);
   auto discard = std::make_shared<bool>(false);
@@ -237,8 +252,13 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   apply_flag->excludes(branch_opt)->excludes(patch_opt)->excludes(discard_flag);
   branch_opt->excludes(patch_opt)->excludes(discard_flag);
   patch_opt->excludes(discard_flag);
+  auto no_network = std::make_shared<bool>(false);
+  cmd->add_flag("--no-network", *no_network, "no way out at all (default: through lockroom's policy proxy)");
+  cmd->add_option("--allow", options->allow, "also allow HOST or HOST:PORT (repeatable); see protocol/network.md")
+      ->allow_extra_args(false);
   cmd->add_option("command", options->argv, "the command and its arguments, after --")->required();
-  cmd->callback([&ctx, options, env, no_workspace, apply, discard] {
+  cmd->callback([&ctx, options, env, no_workspace, apply, discard, no_network] {
+    options->network = !*no_network;
     using Mode = ReviewChoice::Mode;
     if (*apply) options->review.mode = Mode::kApply;
     else if (!options->review.branch.empty()) options->review.mode = Mode::kBranch;

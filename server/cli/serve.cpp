@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "server/api/sandbox_methods.h"
+#include "server/api/network_methods.h"
 #include "server/api/workspace_methods.h"
 #include "server/cli/command.h"
 #include "server/cli/sandbox_config.h"
@@ -74,6 +75,8 @@ int run_serve(const ServeOptions& options, const std::string& version) {
     rpc::register_builtin_methods(connection);
     events.bind(manager);
     api::bind_workspace_methods(connection, manager);
+    api::bind_network_methods(connection, manager);
+    events.set_client_can_approve([&server] { return server.client().network_approval; });
     if (options.test_mode) rpc::register_test_methods(connection);
 
     SignalWatch watch(&loop, [&](int signum) {

@@ -68,6 +68,7 @@ Sandbox::~Sandbox() {
   close_handle(lifetime_);
   close_handle(health_);
   close_handle(channel_grace_);
+  network_.reset();
   workspace_.reset();
   close_and_release(std::move(link_));
 }
@@ -266,6 +267,7 @@ void Sandbox::wind_down(StopReason reason, const std::string& message) {
   // Every process gets its exit, then the channel goes; QEMU last.
   while (!processes_.empty())
     finish_process(processes_.begin()->first, ProcessExit{std::nullopt, SIGKILL, ProcessEndReason::kSandboxGone});
+  network_.reset();    // resets every guest connection
   workspace_.reset();  // fails its pending operations; none may use the agent after this
   close_and_release(std::move(link_));
 }

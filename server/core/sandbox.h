@@ -21,6 +21,7 @@
 #include "server/core/resources.h"
 #include "server/core/sandbox_events.h"
 #include "server/core/sandbox_state.h"
+#include "server/core/sandbox_network.h"
 #include "server/core/sandbox_workspace.h"
 #include "server/vm/vm.h"
 
@@ -68,6 +69,13 @@ class Sandbox {
   void attach_workspace(std::unique_ptr<SandboxWorkspace> workspace) { workspace_ = std::move(workspace); }
   // The workspace and the agent to act on it with, while the sandbox is ready.
   Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> workspace();
+  // The sandbox's egress (owned by the sandbox; goes before its agent link).
+  void attach_network(std::unique_ptr<SandboxNetwork> network) { network_ = std::move(network); }
+  SandboxNetwork* network() { return network_.get(); }
+  // The agent while the guest link is up, else nullptr.
+  channel::AgentClient* agent() { return link_ ? &link_->agent() : nullptr; }
+  // Expires when the sandbox goes: guards work that outlives a callback.
+  std::weak_ptr<bool> lifetime() const { return alive_; }
   // The QEMU process's pid while the VM runs, else 0.
   int qemu_pid() const { return vm_ ? vm_->pid() : 0; }
 
@@ -94,6 +102,7 @@ class Sandbox {
   std::unique_ptr<vm::Vm> vm_;
   std::unique_ptr<GuestLink> link_;
   std::unique_ptr<SandboxWorkspace> workspace_;  // before link_ goes: its operations use the agent
+  std::unique_ptr<SandboxNetwork> network_;      // before link_ goes: its connections are the agent's
   std::map<std::string, std::unique_ptr<Process>> processes_;
   uv_timer_t* lifetime_ = nullptr;
   uv_timer_t* health_ = nullptr;

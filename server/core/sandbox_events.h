@@ -11,6 +11,8 @@
 
 #include "server/core/output_text.h"
 #include "server/core/sandbox_state.h"
+#include "server/egress/engine/proxy.h"
+#include "server/egress/policy/audit.h"
 
 namespace lockroom::core {
 
@@ -35,6 +37,13 @@ class SandboxEvents {
   // Raw bytes as they came, for consumers that want them (a terminal); default: nothing.
   virtual void process_bytes(const std::string& process_id, OutputStream stream, std::string_view bytes) {}
   virtual void process_exited(const std::string& process_id, const ProcessExit& exit) = 0;
+  // Each egress decision of a sandbox with networking (the audit record); default: nothing.
+  virtual void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) {}
+  // A host no rule covers, when the policy says "ask": answer allow once / for the sandbox /
+  // deny (exactly once, possibly later). Default: deny.
+  virtual void approve_network(const std::string& sandbox_id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) {
+    reply(egress::ApprovalAnswer::kDeny);
+  }
 };
 
 }  // namespace lockroom::core

@@ -196,11 +196,11 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
   };
   auto join_state = std::make_shared<Join>();
   bool wants_workspace = request.workspace.has_value();
-  auto join = [this, alive, join_state, wants_workspace, limits = *limits, timings, started, done]() {
+  auto join = [this, alive, join_state, wants_workspace, network = std::move(request.network), limits = *limits, timings, started, done]() {
     if (!*alive || !join_state->sandbox || (wants_workspace && !join_state->workspace)) return;
     auto& id = *join_state->sandbox;
     if (!id) return done(id.error());
-    CreateResult result{*id, config_.accel, limits, *timings, std::nullopt};
+    CreateResult result{*id, config_.accel, limits, *timings, std::nullopt, std::nullopt};
     std::unique_ptr<SandboxWorkspace> workspace;
     if (wants_workspace) {
       auto& ws = *join_state->workspace;
@@ -210,7 +210,7 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
       }
       workspace = std::move(*ws);
     }
-    finish_create(*id, std::move(workspace), std::move(result), started, done);
+    finish_create(*id, std::move(workspace), network, std::move(result), started, done);
   };
 
   if (wants_workspace) {
@@ -245,8 +245,42 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
 }
 
 // The sandbox is up: bring its workspace in (if any), then report it created.
-void SandboxManager::finish_create(const std::string& id, std::unique_ptr<SandboxWorkspace> workspace, CreateResult result,
-                                   Clock::time_point started_at, std::function<void(Result<CreateResult>)> done) {
+void SandboxManager::finish_create(const std::string& id, std::unique_ptr<SandboxWorkspace> workspace, std::optional<NetworkRequest> network,
+                                   CreateResult result, Clock::time_point started_at, std::function<void(Result<CreateResult>)> done) {
+  if (!network) return import_workspace(id, std::move(workspace), std::move(result), started_at, std::move(done));
+  auto sandbox = sandbox_for(id);
+  if (!sandbox) return done(sandbox.error());
+  channel::AgentClient* agent = (*sandbox)->agent();
+  if (!agent) return done(make_error(ErrorCode::kUnavailable, "the sandbox's guest link is gone"));
+  auto alive = alive_;
+  NetworkHooks hooks;
+  hooks.approve = [this, alive, id](const egress::ApprovalQuestion& question, egress::ApprovalReply reply) {
+    if (!*alive) return reply(egress::ApprovalAnswer::kDeny);
+    events_.approve_network(id, question, std::move(reply));
+  };
+  hooks.on_event = [this, alive, id](const egress::AuditRecord& record) {
+    if (*alive) events_.network_event(id, record);
+  };
+  auto audit_log = config_.paths.state / "audit" / (id + ".jsonl");
+  auto held = std::make_shared<std::unique_ptr<SandboxWorkspace>>(std::move(workspace));
+  SandboxNetwork::start(loop_, id, std::move(*network), audit_log, *agent, (*sandbox)->lifetime(), std::move(hooks),
+                        [this, alive, id, held, result, started_at, audit_log, done](Result<std::unique_ptr<SandboxNetwork>> net) mutable {
+                          if (!*alive) return;
+                          auto sandbox = sandbox_for(id);
+                          if (!sandbox) return done(sandbox.error());
+                          if (!net) {
+                            destroy(id, [](Result<void>) {});
+                            return done(net.error());
+                          }
+                          (*sandbox)->attach_network(std::move(*net));
+                          result.audit_log = audit_log;
+                          import_workspace(id, std::move(*held), std::move(result), started_at, std::move(done));
+                        });
+}
+
+// The last step of a create: the workspace into the guest (if any), then the result.
+void SandboxManager::import_workspace(const std::string& id, std::unique_ptr<SandboxWorkspace> workspace, CreateResult result,
+                                      Clock::time_point started_at, std::function<void(Result<CreateResult>)> done) {
   if (!workspace) {
     result.timings.total_ms = ms_since(started_at);
     return done(std::move(result));
@@ -271,6 +305,14 @@ void SandboxManager::finish_create(const std::string& id, std::unique_ptr<Sandbo
     result.workspace = WorkspaceSummary{snapshot, *t};
     done(std::move(result));
   });
+}
+
+Result<SandboxNetwork*> SandboxManager::network(const std::string& sandbox_id) {
+  auto sandbox = sandbox_for(sandbox_id);
+  if (!sandbox) return sandbox.error();
+  if (!(*sandbox)->network())
+    return make_error(ErrorCode::kWrongState, "sandbox " + sandbox_id + " has no network: create it with `network` set");
+  return (*sandbox)->network();
 }
 
 Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> SandboxManager::workspace(const std::string& sandbox_id) {

@@ -22,6 +22,7 @@
 #include "server/core/resources.h"
 #include "server/core/sandbox.h"
 #include "server/core/sandbox_events.h"
+#include "server/core/sandbox_network.h"
 #include "server/core/sandbox_workspace.h"
 #include "server/core/wait_list.h"
 #include "server/vm/accel.h"
@@ -42,6 +43,7 @@ struct CreateRequest {
   ResourceRequest resources;
   std::map<std::string, std::string> env;
   std::optional<WorkspaceRequest> workspace;  // a host folder to copy in at /workspace
+  std::optional<NetworkRequest> network;      // egress through the policy proxy; none: no way out at all
 };
 
 struct CreateTimings {
@@ -64,6 +66,7 @@ struct CreateResult {
   Resources limits;
   CreateTimings timings;
   std::optional<WorkspaceSummary> workspace;
+  std::optional<std::filesystem::path> audit_log;  // with networking: the sandbox's egress audit log
 };
 
 struct SandboxSummary {
@@ -90,6 +93,8 @@ class SandboxManager : private SandboxEvents {
   std::vector<SandboxSummary> list() const;
 
   void start_process(const std::string& sandbox_id, ProcessSpec spec, std::function<void(Result<std::string>)> done);
+  // The sandbox's egress (network/policy), while it runs with networking.
+  Result<SandboxNetwork*> network(const std::string& sandbox_id);
   // The sandbox's workspace and its agent, for one synchronous call that starts an operation.
   Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> workspace(const std::string& sandbox_id);
   Result<void> write_stdin(const std::string& process_id, std::string_view bytes);
@@ -111,8 +116,11 @@ class SandboxManager : private SandboxEvents {
   void ensure_image(CreateProgress progress, std::function<void(Result<vm::image::GuestImage>)> done);
   void ensure_template(const Resources& limits, CreateProgress progress,
                        std::function<void(Result<std::shared_ptr<vm::VmTemplate>>)> done);
-  void finish_create(const std::string& id, std::unique_ptr<SandboxWorkspace> workspace, CreateResult result,
-                     std::chrono::steady_clock::time_point started, std::function<void(Result<CreateResult>)> done);
+  void finish_create(const std::string& id, std::unique_ptr<SandboxWorkspace> workspace, std::optional<NetworkRequest> network,
+                     CreateResult result, std::chrono::steady_clock::time_point started,
+                     std::function<void(Result<CreateResult>)> done);
+  void import_workspace(const std::string& id, std::unique_ptr<SandboxWorkspace> workspace, CreateResult result,
+                        std::chrono::steady_clock::time_point started, std::function<void(Result<CreateResult>)> done);
   void restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limits, std::map<std::string, std::string> env,
                std::function<void(Result<std::string>)> done);
   vm::VmSpec base_spec(const vm::image::GuestImage& image, const Resources& limits) const;

@@ -1,0 +1,83 @@
+// network/* on the editor face; see network_methods.h.
+#include "server/api/network_methods.h"
+
+#include "protocol/params.h"
+#include "server/api/error_map.h"
+#include "server/egress/policy/policy_json.h"
+
+namespace lockroom::api {
+
+using protocol::json;
+using rpc::Reply;
+
+namespace {
+
+Error invalid(const Error& e) { return make_error(ErrorCode::kInvalidInput, e.message); }
+
+Result<egress::Policy> policy_with_defaults(const json& value, const std::string& path) {
+  auto policy = egress::parse_policy(value, path);
+  if (!policy) return invalid(policy.error());
+  return egress::with_default_allow(std::move(*policy), core::SandboxNetwork::default_allow());
+}
+
+}  // namespace
+
+Result<std::optional<core::NetworkRequest>> read_network_request(const json& params) {
+  const json* network = params.is_object() && params.contains("network") ? &params.at("network") : nullptr;
+  if (network && network->is_boolean() && !network->get<bool>()) return std::optional<core::NetworkRequest>{};
+  core::NetworkRequest request;
+  auto policy = policy_with_defaults(network && !network->is_boolean() ? *network : json::object(), "network");
+  if (!policy) return policy.error();
+  request.policy = std::move(*policy);
+  if (params.is_object() && params.contains("secrets")) {
+    auto secrets = egress::parse_secrets(params.at("secrets"), "secrets");
+    if (!secrets) return invalid(secrets.error());
+    request.secrets = std::move(*secrets);
+  }
+  return std::optional<core::NetworkRequest>(std::move(request));
+}
+
+void bind_network_methods(rpc::Connection& connection, core::SandboxManager& manager) {
+  core::SandboxManager* m = &manager;
+  connection.dispatcher().on_request("network/policy", [m](json params, Reply reply) {
+    protocol::ParamReader reader(params);
+    std::string id = reader.string("sandboxId", true).value_or("");
+    auto change = reader.any("policy", false);
+    if (!reader.ok()) return reply.error(reader.error());
+    auto network = m->network(id);
+    if (!network) return reply.error(to_rpc_error(network.error()));
+    if (change) {
+      auto policy = policy_with_defaults(*change, "policy");
+      if (!policy) return reply.error(to_rpc_error(policy.error()));
+      (*network)->set_policy(std::move(*policy));
+    }
+    reply.result(json{{"sandboxId", id}, {"policy", egress::policy_to_json((*network)->policy())},
+                      {"auditLog", (*network)->audit_log().string()}});
+  });
+}
+
+void send_network_event(rpc::Connection& connection, const std::string& sandbox_id, const egress::AuditRecord& record) {
+  json params = egress::audit_record_to_json(record);
+  params["sandboxId"] = sandbox_id;
+  connection.notify("network/event", params);
+}
+
+void ask_editor_to_approve(rpc::Connection& connection, bool client_can_approve, const std::string& sandbox_id,
+                           const egress::ApprovalQuestion& q, egress::ApprovalReply reply, std::chrono::milliseconds timeout) {
+  if (!client_can_approve) return reply(egress::ApprovalAnswer::kDeny);
+  json params{{"sandboxId", sandbox_id}, {"host", q.host}, {"port", q.port}, {"scheme", q.scheme}, {"reason", q.reason},
+              {"options", json::array({"allowOnce", "allowSandbox", "deny"})}};
+  if (!q.method.empty()) params["method"] = q.method;
+  if (!q.path.empty()) params["path"] = q.path;
+  connection.dispatcher().call("network/approve", params, timeout, [reply](rpc::CallOutcome outcome) {
+    auto answer = egress::ApprovalAnswer::kDeny;  // errors, timeouts and unknown answers deny
+    if (!outcome.error && outcome.result.is_object()) {
+      std::string decision = outcome.result.value("decision", "");
+      if (decision == "allowOnce") answer = egress::ApprovalAnswer::kAllowOnce;
+      else if (decision == "allowSandbox") answer = egress::ApprovalAnswer::kAllowSandbox;
+    }
+    reply(answer);
+  });
+}
+
+}  // namespace lockroom::api

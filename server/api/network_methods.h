@@ -1,0 +1,30 @@
+// The editor face of egress: sandbox/create's `network` and `secrets` params, network/policy,
+// the network/event notification and the network/approve request to the editor
+// (protocol/network.md). Loop thread only.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+
+#include "server/core/sandbox_manager.h"
+#include "server/rpc/connection.h"
+
+namespace lockroom::api {
+
+// `network` (absent: the default policy; false: no network at all; an object: a policy) and
+// `secrets` of sandbox/create, as the core's request. Fails with -32602 naming the field.
+Result<std::optional<core::NetworkRequest>> read_network_request(const protocol::json& params);
+
+// Registers network/policy; `manager` must outlive the connection's dispatching.
+void bind_network_methods(rpc::Connection& connection, core::SandboxManager& manager);
+
+// network/event for one audit record.
+void send_network_event(rpc::Connection& connection, const std::string& sandbox_id, const egress::AuditRecord& record);
+
+// network/approve to the editor when it said it answers them (else deny), with a timeout.
+void ask_editor_to_approve(rpc::Connection& connection, bool client_can_approve, const std::string& sandbox_id,
+                           const egress::ApprovalQuestion& question, egress::ApprovalReply reply,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+}  // namespace lockroom::api

@@ -1,0 +1,77 @@
+// One sandbox's egress: secrets, proxy, guest endpoints, CA; see sandbox_network.h.
+#include "server/core/sandbox_network.h"
+
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
+#include "server/core/guest_connection_stream.h"
+#include "server/egress/engine/secret_resolution.h"
+#include "server/egress/policy/default_allow.h"
+
+namespace lockroom::core {
+
+namespace wire = channel::wire;
+
+std::vector<egress::Rule> SandboxNetwork::default_allow() {
+  const char* home = std::getenv("HOME");
+  auto files = egress::system_package_source_files("/etc", home ? home : "/root");
+  auto list = egress::default_allow_list(files, egress::package_source_environment());
+  for (const auto& note : list.notes) spdlog::debug("default allow list: {}", note);
+  return list.rules;
+}
+
+void SandboxNetwork::start(uv_loop_t* loop, std::string sandbox_id, NetworkRequest request, std::filesystem::path audit_log,
+                           channel::AgentClient& agent, std::weak_ptr<bool> agent_alive, NetworkHooks hooks,
+                           Done<std::unique_ptr<SandboxNetwork>> done) {
+  auto secrets = request.secrets;
+  egress::resolve_secret_values_async(
+      loop, std::move(secrets),
+      [loop, sandbox_id, request = std::move(request), audit_log, &agent, agent_alive, hooks, done](Result<egress::SecretValues> values) mutable {
+        auto alive = agent_alive.lock();
+        if (!alive || !*alive) return done(make_error(ErrorCode::kWrongState, "the sandbox ended while its network was starting"));
+        if (!values) return done(make_error(values.error().code, "cannot read a secret for the sandbox: " + values.error().message));
+        std::error_code ec;
+        std::filesystem::create_directories(audit_log.parent_path(), ec);
+        egress::ProxyOptions options;
+        options.sandbox_id = sandbox_id;
+        options.policy = std::move(request.policy);
+        options.secrets = std::move(request.secrets);
+        options.secret_values = std::move(*values);
+        options.audit_log = audit_log;
+        options.approve = std::move(hooks.approve);
+        options.on_event = std::move(hooks.on_event);
+        auto proxy = egress::Proxy::create(loop, std::move(options));
+        if (!proxy) return done(make_error(proxy.error().code, "cannot start the sandbox's network proxy: " + proxy.error().message));
+        std::unique_ptr<SandboxNetwork> network(new SandboxNetwork(std::move(*proxy), audit_log));
+        egress::Proxy* raw = network->proxy_.get();
+        agent.on_connection([raw](std::unique_ptr<channel::GuestConnection> connection) {
+          auto kind = connection->kind();
+          auto target = connection->target();
+          auto stream = std::make_unique<GuestConnectionStream>(std::move(connection));
+          if (kind == protocol::channel::NetKind::kSocks && target) {
+            auto verdict = stream->socks_verdict();
+            raw->accept_socks(std::move(stream), target->host, static_cast<std::uint16_t>(target->port), verdict);
+          } else {
+            raw->accept_http(std::move(stream));
+          }
+        });
+        std::string pem = network->proxy_->ca_certificate_pem();
+        auto shared = std::make_shared<std::unique_ptr<SandboxNetwork>>(std::move(network));
+        agent.trust_certificate(pem, [&agent, shared, done](Result<wire::NetTrustResult> trusted) {
+          if (!trusted) return done(make_error(trusted.error().code, "the guest did not take the sandbox CA: " + trusted.error().message));
+          agent.enable_network(wire::NetEnableParams{}, [shared, done](Result<wire::NetEnableResult> enabled) {
+            if (!enabled) return done(make_error(enabled.error().code, "the guest could not start its proxy endpoints: " + enabled.error().message));
+            done(std::move(*shared));
+          });
+        });
+      });
+}
+
+SandboxNetwork::~SandboxNetwork() = default;
+
+void SandboxNetwork::set_policy(egress::Policy policy) { proxy_->set_policy(std::move(policy)); }
+
+const egress::Policy& SandboxNetwork::policy() const { return proxy_->policy(); }
+
+}  // namespace lockroom::core

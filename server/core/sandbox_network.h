@@ -1,0 +1,62 @@
+// SandboxNetwork: one sandbox's way out — the guest's proxy endpoints and the host's policy proxy.
+//
+// start() resolves the declared secrets' values on the host (worker thread; they never enter
+// the guest), makes the egress::Proxy (policy, per-sandbox CA, audit log), tells the agent to
+// listen on its loopback proxy ports (every process it starts afterwards gets HTTP_PROXY and
+// friends) and to trust the sandbox CA, and from then on hands every guest connection to the
+// proxy. Destroying it resets every connection and frees the proxy's handles. Loop thread only;
+// must go before the AgentClient it uses.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <uv.h>
+
+#include "server/channel/agent_client.h"
+#include "server/common/result.h"
+#include "server/egress/engine/proxy.h"
+#include "server/egress/policy/rules.h"
+#include "server/egress/policy/secrets.h"
+
+namespace lockroom::core {
+
+struct NetworkRequest {
+  egress::Policy policy;  // the default allow list is added here when the policy uses it
+  std::vector<egress::Secret> secrets;
+};
+
+struct NetworkHooks {
+  egress::ApprovalHook approve;                             // unset: unmatched hosts are denied
+  std::function<void(const egress::AuditRecord&)> on_event;  // each decision
+};
+
+class SandboxNetwork {
+ public:
+  template <typename T>
+  using Done = std::function<void(Result<T>)>;
+
+  // `agent_alive` guards `agent` across the secret resolution (it expires with the sandbox).
+  static void start(uv_loop_t* loop, std::string sandbox_id, NetworkRequest request, std::filesystem::path audit_log,
+                    channel::AgentClient& agent, std::weak_ptr<bool> agent_alive, NetworkHooks hooks,
+                    Done<std::unique_ptr<SandboxNetwork>> done);
+  ~SandboxNetwork();
+
+  void set_policy(egress::Policy policy);
+  const egress::Policy& policy() const;
+  const std::filesystem::path& audit_log() const { return audit_log_; }
+
+  // The default allow list of this host (git hosts + the package sources it is configured with).
+  static std::vector<egress::Rule> default_allow();
+
+ private:
+  SandboxNetwork(std::unique_ptr<egress::Proxy> proxy, std::filesystem::path audit_log)
+      : proxy_(std::move(proxy)), audit_log_(std::move(audit_log)) {}
+  std::unique_ptr<egress::Proxy> proxy_;
+  std::filesystem::path audit_log_;
+};
+
+}  // namespace lockroom::core
