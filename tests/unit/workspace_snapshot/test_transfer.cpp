@@ -2,6 +2,7 @@
 // second snapshot after a few edits that moves only what changed.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <set>
 
@@ -298,4 +299,46 @@ TEST_CASE("a first transfer of a store with a large file: the store's pack as it
   REQUIRE(sync_plan->store_packs.size() == 1);
   CHECK(sync_plan->store_packs[0].objects == 4);
   CHECK(sync_plan->rest.empty());
+}
+
+// A first transfer of a tree the store keeps as a pack plus a loose large file: one new pack of
+// everything (write_pack) against the store's pack as is plus a pack of the rest. Hidden; run
+// with `lockroom-workspace_snapshot-tests "[.bench]" -s`.
+TEST_CASE("first transfer: write_pack of everything vs plan_packs", "[.bench]") {
+  TempDir ws, store;
+  std::uint64_t seed = 1;
+  for (int i = 0; i < 2000; ++i) {
+    std::string text;
+    for (int line = 0; line < 400; ++line) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      text += "line " + std::to_string(line) + " value " + std::to_string(seed >> 33) + "\n";
+    }
+    write_file(ws / ("d" + std::to_string(i % 40) + "/f" + std::to_string(i) + ".txt"), text);
+  }
+  write_file(ws / "big.bin", std::string(2 << 20, 'z'));
+  auto r = snap(ws.path(), store.path());
+  auto repo = open_bare(store.path());
+  auto ids = objects_to_send(repo.get(), oid(r.commit_id), {});
+  REQUIRE(ids.ok());
+  auto count = [](std::uint64_t& bytes) {
+    return [&bytes](std::string_view b) -> lockroom::Result<void> {
+      bytes += b.size();
+      return {};
+    };
+  };
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  std::uint64_t one_pack = 0;
+  REQUIRE(write_pack(repo.get(), *ids, count(one_pack)).ok());
+  auto t1 = clock::now();
+  std::uint64_t planned = 0;
+  auto plan = plan_packs(repo.get(), *ids);
+  REQUIRE(plan.ok());
+  for (const auto& pack : plan->store_packs) REQUIRE(send_store_pack(pack, count(planned)).ok());
+  REQUIRE(write_pack(repo.get(), plan->rest, count(planned)).ok());
+  auto t2 = clock::now();
+  using ms = std::chrono::milliseconds;
+  WARN(ids->size() << " objects: write_pack " << std::chrono::duration_cast<ms>(t1 - t0).count() << " ms, " << one_pack << " bytes; plan_packs ("
+                   << plan->store_packs.size() << " store pack(s) + " << plan->rest.size() << " object(s)) "
+                   << std::chrono::duration_cast<ms>(t2 - t1).count() << " ms, " << planned << " bytes");
 }
