@@ -1,11 +1,15 @@
 // workspace.checkout: puts a commit whose objects are in the workspace's store into the worktree.
 //
-// First checkout (no base): `git read-tree -m -u COMMIT` into the empty index (an untracked file
-// in the way is refused, never overwritten), then the branch is set to COMMIT and HEAD points at
-// it. Sync (base given): the index is refreshed, then `git read-tree -m -u BASE COMMIT` carries
-// the agent's local edits forward and refuses, changing nothing, when one of them touches a path
-// that changed from BASE to COMMIT; the refusal lists every such path (data.files). The branch
-// moves from BASE to COMMIT unless the agent moved it itself. Blocking; loop thread only.
+// One `git cat-file --batch-check` first resolves both commits, HEAD and the branch. First
+// checkout (no base): one `git checkout -B BRANCH COMMIT` fills the empty index and worktree, sets
+// the branch and points HEAD at it (an untracked file in the way, ignored or not, is refused,
+// never overwritten). Sync (base given): the index is refreshed, then `git read-tree -m -u BASE
+// COMMIT` carries the agent's local edits forward and refuses, changing nothing, when one of them
+// touches a path that changed from BASE to COMMIT; the refusal lists every such path (data.files).
+// A path where the guest already holds exactly COMMIT's version (the user applied the sandbox's
+// own change on the host) is no conflict: it is taken into the index and read-tree runs again.
+// The branch moves from BASE to COMMIT unless the agent moved it itself. The file count comes from
+// the index header. Blocking; loop thread only.
 #pragma once
 
 #include <string>
