@@ -195,6 +195,13 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
     std::optional<Result<std::unique_ptr<SandboxWorkspace>>> workspace;
   };
   auto join_state = std::make_shared<Join>();
+  // Secrets: the guest's environment carries only their sentinels, in the variable the tool
+  // reads (the host variable's name for an env secret, else the secret's name in capitals).
+  if (request.network)
+    for (const auto& secret : request.network->secrets) {
+      std::string var = secret.from.kind == egress::SecretSource::Kind::kEnv ? secret.from.env : secret.sentinel().substr(std::string("LOCKROOM_SECRET_").size());
+      request.env.try_emplace(var, secret.sentinel());
+    }
   bool wants_workspace = request.workspace.has_value();
   auto join = [this, alive, join_state, wants_workspace, network = std::move(request.network), limits = *limits, timings, started, done]() {
     if (!*alive || !join_state->sandbox || (wants_workspace && !join_state->workspace)) return;

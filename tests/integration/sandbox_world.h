@@ -30,6 +30,8 @@ struct Recorder final : core::SandboxEvents {
     REQUIRE_FALSE(chunk.base64);
     output[pid] += chunk.data;
   }
+  std::vector<std::pair<std::string, egress::AuditRecord>> network;  // sandbox id, decision
+  void network_event(const std::string& id, const egress::AuditRecord& record) override { network.emplace_back(id, record); }
   void process_exited(const std::string& pid, const core::ProcessExit& exit) override {
     REQUIRE_FALSE(exits.count(pid));  // exactly one exit per process
     exits[pid] = exit;
