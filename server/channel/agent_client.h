@@ -102,6 +102,9 @@ class AgentClient {
   // kWrongState and a message naming the files.
   void import_workspace(const wire::WorkspaceCheckoutParams& checkout, std::string pack, std::int64_t max_pack_bytes,
                         Done<wire::WorkspaceCheckoutResult> done);
+  // The same with several packs (each its own workspace.import, in order; none: checkout only).
+  void import_workspace(const wire::WorkspaceCheckoutParams& checkout, std::vector<std::string> packs, std::int64_t max_pack_bytes,
+                        Done<wire::WorkspaceCheckoutResult> done);
   // Lists the guest's workspace. Entries and sizes beyond `params.bounds`, malformed records or
   // totals that do not add up fail the channel (a lying agent).
   void manifest(const wire::WorkspaceManifestParams& params, Done<WorkspaceManifest> done);
@@ -126,6 +129,7 @@ class AgentClient {
  private:
   struct Proc;
   struct Upload;
+  void send_pack(const std::string& path, std::string pack, Done<void> done);
   template <typename T>
   void request(const char* method, const json& params, std::chrono::milliseconds timeout,
                std::function<Result<T>(const json&)> parse, Done<T> done);

@@ -4,6 +4,8 @@
 
 #include "server/channel/agent_client.h"
 
+#include <deque>
+
 namespace lockroom::channel {
 
 namespace {
@@ -83,17 +85,22 @@ struct Once {
 
 void AgentClient::import_workspace(const wire::WorkspaceCheckoutParams& checkout, std::string pack, std::int64_t max_pack_bytes,
                                    Done<wire::WorkspaceCheckoutResult> done) {
-  std::int64_t size = static_cast<std::int64_t>(pack.size());
+  std::vector<std::string> packs;
+  packs.push_back(std::move(pack));
+  import_workspace(checkout, std::move(packs), max_pack_bytes, std::move(done));
+}
+
+void AgentClient::import_workspace(const wire::WorkspaceCheckoutParams& checkout, std::vector<std::string> packs,
+                                   std::int64_t max_pack_bytes, Done<wire::WorkspaceCheckoutResult> done) {
+  std::int64_t size = 0;
+  for (const auto& p : packs) size += static_cast<std::int64_t>(p.size());
   std::int64_t limit = std::min(max_pack_bytes, wire::kMaxPackBytes);
   if (size > limit)
-    return done(make_error(ErrorCode::kLimitExceeded, "workspace.import: the pack for " + checkout.path + " is " + std::to_string(size) +
+    return done(make_error(ErrorCode::kLimitExceeded, "workspace.import: the packs for " + checkout.path + " are " + std::to_string(size) +
                                                           " bytes; the limit is " + std::to_string(limit)));
   auto finish = std::make_shared<Once<wire::WorkspaceCheckoutResult>>();
   finish->done = std::move(done);
-  auto data = std::make_shared<std::string>(std::move(pack));
-  auto sent = std::make_shared<std::size_t>(0);
   std::weak_ptr<bool> alive = alive_;
-  std::string what = "workspace.import into " + checkout.path;
 
   // After the agent has stored every object: check the commit out.
   auto check_out = [this, alive, checkout, finish] {
@@ -110,12 +117,42 @@ void AgentClient::import_workspace(const wire::WorkspaceCheckoutParams& checkout
         [finish](Result<wire::WorkspaceCheckoutResult> r) { (*finish)(std::move(r)); });
   };
 
+  // One pack after the other (each its own workspace.import), then the checkout.
+  auto queue = std::make_shared<std::deque<std::string>>(std::make_move_iterator(packs.begin()), std::make_move_iterator(packs.end()));
+  auto next = std::make_shared<std::function<void()>>();
+  std::string path = checkout.path;
+  *next = [this, alive, queue, next, finish, check_out, path] {
+    if (alive.expired() || finish->finished) return;
+    if (queue->empty()) {
+      *next = nullptr;  // breaks the self-reference
+      return check_out();
+    }
+    std::string pack = std::move(queue->front());
+    queue->pop_front();
+    send_pack(path, std::move(pack), [alive, next, finish](Result<void> r) {
+      if (alive.expired()) return;
+      if (!r) return (*finish)(r.error());
+      if (*next) (*next)();
+    });
+  };
+  (*next)();
+}
+
+// workspace.import of one pack: the agent opens a stream, the host sends the pack and CLOSEs, the
+// agent CLOSEs once every object is stored (or RESETs with the reason).
+void AgentClient::send_pack(const std::string& path, std::string pack, Done<void> done) {
+  auto finish = std::make_shared<Once<void>>();
+  finish->done = std::move(done);
+  auto data = std::make_shared<std::string>(std::move(pack));
+  auto sent = std::make_shared<std::size_t>(0);
+  std::weak_ptr<bool> alive = alive_;
+  std::string what = "workspace.import into " + path;
   wire::WorkspaceImportParams params;
-  params.path = checkout.path;
-  params.size = size;
+  params.path = path;
+  params.size = static_cast<std::int64_t>(data->size());
   workspace_call<wire::WorkspaceImportResult>(
       channel_, alive, wire::method::kWorkspaceImport, wire::to_json(params), timeouts_.files, wire::parse_workspace_import_result,
-      [this, alive, finish, data, sent, what, check_out](Result<wire::WorkspaceImportResult> opened) {
+      [this, alive, finish, data, sent, what](Result<wire::WorkspaceImportResult> opened) {
         if (!opened) return (*finish)(opened.error());
         std::uint32_t stream = opened->stream;
         auto feed = std::make_shared<std::function<void()>>();
@@ -133,14 +170,14 @@ void AgentClient::import_workspace(const wire::WorkspaceCheckoutParams& checkout
         h.on_data = [this, alive, what](std::string_view) {
           if (!alive.expired()) channel_.fail("the agent sent data on the pack stream of " + what + ", which only the host writes");
         };
-        h.on_end = [alive, finish, data, sent, what, check_out] {
+        h.on_end = [alive, finish, data, sent, what] {
           if (alive.expired()) return;
           if (*sent < data->size())
             return (*finish)(make_error(ErrorCode::kUnavailable, what + ": the agent ended the transfer after " + std::to_string(*sent) + " of " +
                                                                      std::to_string(data->size()) + " bytes"));
           data->clear();
           data->shrink_to_fit();
-          check_out();
+          (*finish)(Result<void>());
         };
         h.on_reset = [alive, finish, what](std::uint32_t, const std::string& reason) {
           if (!alive.expired()) (*finish)(stream_error(what, reason));

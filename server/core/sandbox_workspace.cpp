@@ -163,7 +163,8 @@ void SandboxWorkspace::send_snapshot(channel::AgentClient& agent, const snap::Sn
   auto ids = ids_of(snapshot);
   if (!ids) return done(ids.error());
   struct Packed {
-    std::string bytes;
+    std::vector<std::string> packs;
+    std::uint64_t bytes = 0;
     std::vector<git_oid> objects;
     std::int64_t ms = 0;
   };
@@ -179,13 +180,27 @@ void SandboxWorkspace::send_snapshot(channel::AgentClient& agent, const snap::Sn
         if (!objects) return objects.error();
         Packed packed;
         packed.objects = std::move(*objects);
-        if (!packed.objects.empty()) {
-          auto info = snap::write_pack(store, packed.objects, [&](std::string_view bytes) -> Result<void> {
-            if (packed.bytes.size() + bytes.size() > static_cast<std::size_t>(kMaxPackBytes))
-              return make_error(ErrorCode::kLimitExceeded, "the workspace pack is larger than 1 GiB");
-            packed.bytes.append(bytes);
+        if (packed.objects.empty()) return packed;
+        auto collect = [&](std::string& into) {
+          return [&](std::string_view bytes) -> Result<void> {
+            if (packed.bytes + bytes.size() > static_cast<std::uint64_t>(kMaxPackBytes))
+              return make_error(ErrorCode::kLimitExceeded, "the workspace packs are larger than 1 GiB");
+            into.append(bytes);
+            packed.bytes += bytes.size();
             return {};
-          });
+          };
+        };
+        // Packs of the store that hold only wanted objects go as they are; the rest is packed.
+        auto plan = snap::plan_packs(store, packed.objects);
+        if (!plan) return plan.error();
+        for (const auto& store_pack : plan->store_packs) {
+          packed.packs.emplace_back();
+          auto sent = snap::send_store_pack(store_pack, collect(packed.packs.back()));
+          if (!sent) return sent.error();
+        }
+        if (!plan->rest.empty()) {
+          packed.packs.emplace_back();
+          auto info = snap::write_pack(store, plan->rest, collect(packed.packs.back()));
           if (!info) return info.error();
         }
         packed.ms = ms_since(started);
@@ -196,7 +211,7 @@ void SandboxWorkspace::send_snapshot(channel::AgentClient& agent, const snap::Sn
         if (!packed) return done(make_error(packed.error().code, "cannot pack the workspace: " + packed.error().message));
         WorkspaceTransfer transfer;
         transfer.objects = packed->objects.size();
-        transfer.pack_bytes = packed->bytes.size();
+        transfer.pack_bytes = packed->bytes;
         transfer.pack_ms = packed->ms;
         wire::WorkspaceCheckoutParams checkout;
         checkout.path = kGuestPath;
@@ -205,7 +220,7 @@ void SandboxWorkspace::send_snapshot(channel::AgentClient& agent, const snap::Sn
         checkout.branch = base_.branch.value_or(wire::kDefaultBranch);
         auto sent = std::make_shared<std::vector<git_oid>>(std::move(packed->objects));
         auto started = Clock::now();
-        agent.import_workspace(checkout, std::move(packed->bytes), kMaxPackBytes,
+        agent.import_workspace(checkout, std::move(packed->packs), kMaxPackBytes,
                                [this, alive, sent, transfer, started, done](Result<wire::WorkspaceCheckoutResult> r) mutable {
                                  if (!*alive) return;
                                  if (!r) return done(r.error());
