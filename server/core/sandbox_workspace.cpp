@@ -108,7 +108,7 @@ SandboxWorkspace::SandboxWorkspace(uv_loop_t* loop, WorkspaceRequest request, st
 SandboxWorkspace::~SandboxWorkspace() {
   *alive_ = false;
   auto abandon = std::move(abandon_);
-  for (auto& fail : abandon) fail();
+  if (abandon) abandon();
 }
 
 void SandboxWorkspace::enqueue(std::function<void(std::function<void()>)> op) {
@@ -135,13 +135,13 @@ void SandboxWorkspace::enqueue(std::function<void(std::function<void()>)> op) {
 // Wraps `done` so that it runs once: with the result, or with kWrongState if this object goes
 // first. Returns the wrapped callback.
 template <typename T>
-static std::function<void(Result<T>)> once_or_abandoned(std::vector<std::function<void()>>& abandon,
+static std::function<void(Result<T>)> once_or_abandoned(std::function<void()>& abandon,
                                                         std::function<void(Result<T>)> done, std::function<void()> finished) {
   auto state = std::make_shared<std::pair<std::function<void(Result<T>)>, std::function<void()>>>(std::move(done), std::move(finished));
-  abandon.push_back([state] {
+  abandon = [state] {  // operations run one at a time: this replaces the finished one's
     auto d = std::move(state->first);
     if (d) d(make_error(ErrorCode::kWrongState, "the sandbox ended before its workspace operation finished"));
-  });
+  };
   return [state](Result<T> r) {
     auto d = std::move(state->first);
     auto f = std::move(state->second);

@@ -123,7 +123,7 @@ class SandboxWorkspace {
   std::optional<ChangeSet> reviewed_;
   std::deque<std::function<void(std::function<void()>)>> queue_;
   bool running_ = false;
-  std::vector<std::function<void()>> abandon_;  // fail what is in flight when this object goes
+  std::function<void()> abandon_;  // fails the operation in flight (one at a time) when this object goes
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
