@@ -42,11 +42,12 @@ std::vector<std::pair<std::string, std::uint64_t>> biggest_directories(const std
   std::vector<std::pair<std::string, std::uint64_t>> sorted(totals.begin(), totals.end());
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<std::pair<std::string, std::uint64_t>> named;
-  for (const auto& [dir, total] : sorted) {
+  for (const auto& entry : sorted) {
     if (named.size() == kOffendersNamed) break;
+    const std::string& dir = entry.first;  // not a structured binding: clang 14 cannot capture those
     bool inside_named = std::any_of(named.begin(), named.end(),
                                     [&](const auto& n) { return dir.compare(0, n.first.size(), n.first) == 0; });
-    if (!inside_named) named.emplace_back(dir, total);
+    if (!inside_named) named.emplace_back(dir, entry.second);
   }
   return named;
 }
