@@ -124,8 +124,9 @@ void AgentClient::import_workspace(const wire::WorkspaceCheckoutParams& checkout
   *next = [this, alive, queue, next, finish, check_out, path] {
     if (alive.expired() || finish->finished) return;
     if (queue->empty()) {
-      *next = nullptr;  // breaks the self-reference
-      return check_out();
+      auto last = check_out;  // a copy: clearing *next destroys this lambda and its captures
+      *next = nullptr;        // breaks the self-reference
+      return last();
     }
     std::string pack = std::move(queue->front());
     queue->pop_front();
