@@ -67,8 +67,9 @@ struct Bench {
 
   Bench() {
     uv_loop_init(&loop);
-    char tmpl[] = "/tmp/lockroom-bench-XXXXXX";
-    state_dir = mkdtemp(tmpl);
+    // mkdtemp fills in the XXXXXX; $TMPDIR is honoured.
+    std::string tmpl = (std::filesystem::temp_directory_path() / "lockroom-bench-XXXXXX").string();
+    state_dir = mkdtemp(tmpl.data());
     fresh_manager();
   }
   ~Bench() {

@@ -45,8 +45,9 @@ void write_file(const fs::path& p, const std::string& text) {
 struct HostRepo {
   fs::path dir;
   HostRepo() {
-    char tmpl[] = "/tmp/lockroom-ws-XXXXXX";
-    dir = mkdtemp(tmpl);
+    // mkdtemp fills in the XXXXXX; $TMPDIR is honoured.
+    std::string tmpl = (std::filesystem::temp_directory_path() / "lockroom-ws-XXXXXX").string();
+    dir = mkdtemp(tmpl.data());
     write_file(dir / "README.md", "# demo\n\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\n");
     write_file(dir / "src/app.c", "int main(void) {\n  return 0;\n}\n");
     write_file(dir / "tool.sh", "#!/bin/sh\necho tool\n");

@@ -19,8 +19,9 @@ namespace {
 struct TempRoot {
   fs::path dir;
   TempRoot() {
-    char tmpl[] = "/tmp/lockroom-registry-XXXXXX";
-    dir = mkdtemp(tmpl);
+    // mkdtemp fills in the XXXXXX; $TMPDIR is honoured.
+    std::string tmpl = (std::filesystem::temp_directory_path() / "lockroom-registry-XXXXXX").string();
+    dir = mkdtemp(tmpl.data());
     fs::create_directories(vm::vm_state_root(dir));
   }
   ~TempRoot() { fs::remove_all(dir); }
