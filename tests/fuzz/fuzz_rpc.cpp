@@ -79,11 +79,6 @@ std::unique_ptr<Framing> make(bool ndjson, std::size_t max) {
   return lockroom::rpc::make_framing(ndjson ? lockroom::rpc::FramingKind::kNdjson : lockroom::rpc::FramingKind::kContentLength, max);
 }
 
-bool looks_like_response(const std::string& text) {
-  json msg = json::parse(text, nullptr, false);
-  return msg.is_object() && !msg.contains("method") && (msg.contains("result") || msg.contains("error"));
-}
-
 // One run of the target: the server side of one conversation, and what the editor saw.
 class Session {
  public:
@@ -176,7 +171,7 @@ class Session {
     std::string key;
     std::size_t sync_replies_expected = 0;  // replies this message must get before handle_message returns
     bool check_sync = false;
-    bool response_like = false;
+    bool malformed_reply = false;
     if (auto* request = std::get_if<protocol::Request>(&message)) {
       key = protocol::id_to_string(request->id);
       bool duplicate = outstanding(key) > 0;
@@ -187,14 +182,15 @@ class Session {
       sync_replies_expected = (passes && !duplicate && async) ? 0 : 1;
       if (!passes || duplicate) expect_no_handler_ = true;
     } else if (auto* invalid = std::get_if<protocol::InvalidMessage>(&message)) {
-      if (invalid->id) {
+      if (invalid->is_response) {
+        // A malformed reply to one of our calls is never answered (the editor would take the
+        // answer for a reply to its own request); it may end the call it names.
+        malformed_reply = true;
+      } else if (invalid->id) {
         key = protocol::id_to_string(*invalid->id);
         ++requests_[key];
         check_sync = true;
         sync_replies_expected = 1;
-        // A malformed *response* (no method, but a result or an error) may be answered with an
-        // error naming its id, or -- better, since a response is never answered -- not at all.
-        response_like = looks_like_response(event.text);
       } else {
         ++expected_null_replies_;
       }
@@ -202,17 +198,15 @@ class Session {
       if (!lifecycle_.gate(note->method, false).allow) expect_no_handler_ = true;
     }
     std::size_t replies_before = key.empty() ? 0 : replies_[key];
+    std::size_t null_replies_before = null_replies_;
 
     dispatcher_->handle_message(event.text);
     expect_no_handler_ = false;
     absorb();
 
+    if (malformed_reply) check(null_replies_ == null_replies_before, "a malformed reply was answered", event.text);
     if (check_sync) {
       std::size_t got = replies_[key] - replies_before;
-      if (response_like && got == 0) {
-        --requests_[key];  // not answered, and nothing is owed
-        return;
-      }
       // No other reply can come out of one handle_message: a message cannot cancel or finish
       // another request, so the count is exact.
       if (got != sync_replies_expected)
