@@ -39,6 +39,9 @@ Agent::Agent(const AgentSettings& settings, Transport transport, bool pid1)
   signal_fd_ = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (signal_fd_ < 0) log_error(std::string("signalfd failed; exits are found by polling: ") + std::strerror(errno));
   processes_.set_session_env([this] { return net_.environment(); });
+  limits_.on_limit_reached([this](const channel::LimitReached& note) {
+    connection_.send_message(protocol::encode_notification(channel::method::kLimitReached, channel::to_json(note)));
+  });
   connection_.set_message_handler([this](std::string_view text) { rpc_.handle(text); });
   connection_.set_session_lost_handler([this](const std::string& why) { on_session_lost(why); });
   bind_methods();
@@ -120,6 +123,8 @@ void Agent::turn() {
   if (connection_.state() == Connection::State::kWaiting) sooner(kWaitingPollMs);
   if (signal_fd_ < 0) sooner(50);
   if (files_.ready() || workspace_.ready()) sooner(0);
+  bool attached = connection_.state() == Connection::State::kActive;
+  if (attached) sooner(limits_.watch_timeout_ms(std::chrono::steady_clock::now()));
 
   int n = ::poll(set.fds.data(), set.fds.size(), timeout);
   if (n < 0 && errno != EINTR) log_error(std::string("poll failed: ") + std::strerror(errno));
@@ -131,6 +136,7 @@ void Agent::turn() {
   workspace_.pump();
   net_.pump();
   processes_.advance();
+  if (attached) limits_.watch(std::chrono::steady_clock::now());
   connection_.flush();
 }
 

@@ -31,6 +31,7 @@ inline constexpr const char* kProcessStart = "process.start";
 inline constexpr const char* kProcessResize = "process.resize";
 inline constexpr const char* kProcessSignal = "process.signal";
 inline constexpr const char* kProcessExited = "process.exited";  // notification, agent → host
+inline constexpr const char* kLimitReached = "limit.reached";    // notification, agent → host
 inline constexpr const char* kFileRead = "file.read";
 inline constexpr const char* kFileWrite = "file.write";
 inline constexpr const char* kFileStat = "file.stat";
@@ -63,6 +64,8 @@ inline constexpr std::size_t kMinEntropy = 32;
 inline constexpr std::size_t kMaxEntropy = 4096;
 inline constexpr std::int64_t kMaxTerminalSize = 4096;     // cols and rows
 inline constexpr std::int64_t kMaxProcessesLimit = 1 << 20;
+inline constexpr std::int64_t kMaxDiskMibLimit = 1 << 22;  // 4 TiB
+inline constexpr std::size_t kMaxLimitMessage = 512;       // limit.reached's message, in bytes
 
 // ---- hello
 struct HelloParams {
@@ -99,14 +102,26 @@ struct ResumeResult {
   bool reseeded = false;
 };
 
-// ---- limits.set
+// ---- limits.set, limit.reached
 struct LimitsParams {
   std::optional<std::int64_t> max_processes;
+  std::optional<std::int64_t> max_disk_mib;  // room for the guest's files, on top of the image's own
 };
 struct LimitsResult {
   std::optional<std::int64_t> max_processes;
   std::string enforcement;  // "cgroup" or "rlimit"
+  std::optional<std::int64_t> max_disk_mib;
+  std::string disk_enforcement = "none";  // "tmpfs" (the guest's files are in one sized tmpfs) or "none"
 };
+// What the agent watches and reports, once per episode, with limit.reached.
+enum class GuestLimit { kDisk, kProcesses, kMemory };
+struct LimitReached {
+  GuestLimit limit = GuestLimit::kDisk;
+  std::string message;               // for people; at most kMaxLimitMessage bytes
+  std::optional<std::int64_t> pid;   // the process.start whose processes met the limit, when known
+  std::optional<std::int64_t> value; // the limit in force: MiB (disk, memory) or processes
+};
+const char* guest_limit_name(GuestLimit limit);  // "disk", "processes", "memory"
 
 // ---- process.*
 struct TerminalSize {
@@ -206,6 +221,7 @@ json to_json(const ResumeParams& v);
 json to_json(const ResumeResult& v);
 json to_json(const LimitsParams& v);
 json to_json(const LimitsResult& v);
+json to_json(const LimitReached& v);
 json to_json(const ProcessStartParams& v);
 json to_json(const ProcessStartResult& v);
 json to_json(const ProcessResizeParams& v);
@@ -227,6 +243,8 @@ Result<ResumeParams> parse_resume_params(const json& j);
 Result<ResumeResult> parse_resume_result(const json& j);
 Result<LimitsParams> parse_limits_params(const json& j);
 Result<LimitsResult> parse_limits_result(const json& j);
+// Checks the notification as hostile input: a known limit, a bounded message, a positive pid.
+Result<LimitReached> parse_limit_reached(const json& j);
 Result<ProcessStartParams> parse_process_start_params(const json& j);
 Result<ProcessStartResult> parse_process_start_result(const json& j, bool pty);
 Result<ProcessResizeParams> parse_process_resize_params(const json& j);

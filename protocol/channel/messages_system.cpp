@@ -1,4 +1,4 @@
-// JSON of hello, health, guest.resume and limits.set, and signal names; see messages.h.
+// JSON of hello, health, guest.resume, limits.set and limit.reached, and signal names; see messages.h.
 #include <csignal>
 
 #include "protocol/channel/base64.h"
@@ -139,12 +139,14 @@ Result<ResumeResult> parse_resume_result(const json& j) {
 json to_json(const LimitsParams& v) {
   json j = json::object();
   if (v.max_processes) j["maxProcesses"] = *v.max_processes;
+  if (v.max_disk_mib) j["maxDiskMiB"] = *v.max_disk_mib;
   return j;
 }
 
 json to_json(const LimitsResult& v) {
-  json j{{"enforcement", v.enforcement}};
+  json j{{"enforcement", v.enforcement}, {"diskEnforcement", v.disk_enforcement}};
   j["maxProcesses"] = v.max_processes ? json(*v.max_processes) : json(nullptr);
+  j["maxDiskMiB"] = v.max_disk_mib ? json(*v.max_disk_mib) : json(nullptr);
   return j;
 }
 
@@ -152,6 +154,7 @@ Result<LimitsParams> parse_limits_params(const json& j) {
   ParamReader r(j);
   LimitsParams v;
   v.max_processes = r.integer("maxProcesses", false, 1, kMaxProcessesLimit);
+  v.max_disk_mib = r.integer("maxDiskMiB", false, 1, kMaxDiskMibLimit);
   return finish(r, std::move(v));
 }
 
@@ -161,6 +164,47 @@ Result<LimitsResult> parse_limits_result(const json& j) {
   v.max_processes = r.integer("maxProcesses", false, 1, kMaxProcessesLimit);
   v.enforcement = r.string("enforcement", true).value_or("");
   if (r.ok() && v.enforcement != "cgroup" && v.enforcement != "rlimit") r.fail("enforcement", "must be \"cgroup\" or \"rlimit\"");
+  v.max_disk_mib = r.integer("maxDiskMiB", false, 1, kMaxDiskMibLimit);
+  v.disk_enforcement = r.string("diskEnforcement", true).value_or("");
+  if (r.ok() && v.disk_enforcement != "tmpfs" && v.disk_enforcement != "none")
+    r.fail("diskEnforcement", "must be \"tmpfs\" or \"none\"");
+  return finish(r, std::move(v));
+}
+
+const char* guest_limit_name(GuestLimit limit) {
+  switch (limit) {
+    case GuestLimit::kDisk: return "disk";
+    case GuestLimit::kProcesses: return "processes";
+    case GuestLimit::kMemory: return "memory";
+  }
+  return "disk";
+}
+
+json to_json(const LimitReached& v) {
+  json j{{"limit", guest_limit_name(v.limit)}, {"message", v.message}};
+  if (v.pid) j["pid"] = *v.pid;
+  if (v.value) j["value"] = *v.value;
+  return j;
+}
+
+Result<LimitReached> parse_limit_reached(const json& j) {
+  ParamReader r(j);
+  LimitReached v;
+  auto limit = r.string("limit", true);
+  if (limit) {
+    bool known = false;
+    for (GuestLimit l : {GuestLimit::kDisk, GuestLimit::kProcesses, GuestLimit::kMemory}) {
+      if (*limit == guest_limit_name(l)) {
+        v.limit = l;
+        known = true;
+      }
+    }
+    if (!known) r.fail("limit", "must be \"disk\", \"processes\" or \"memory\"");
+  }
+  v.message = r.string("message", true).value_or("");
+  if (r.ok()) detail::check_text(r, "message", v.message, kMaxLimitMessage, false);
+  v.pid = r.integer("pid", false, 1, 0x7fffffff);
+  v.value = r.integer("value", false, 0, INT64_MAX);
   return finish(r, std::move(v));
 }
 

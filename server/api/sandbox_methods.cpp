@@ -162,6 +162,13 @@ void SandboxMethods::state_changed(const std::string& id, core::SandboxState sta
                                                                            std::string(core::reason_name(reason)), message));
 }
 
+void SandboxMethods::limit_reached(const std::string& sandbox_id, const core::LimitEvent& event) {
+  json params{{"sandboxId", sandbox_id}, {"limit", core::limit_name(event.limit)}, {"message", event.message}};
+  if (event.process_id) params["processId"] = *event.process_id;
+  if (event.value) params["value"] = *event.value;
+  connection_.notify("sandbox/limitReached", params);
+}
+
 void SandboxMethods::process_output(const std::string& process_id, core::OutputStream stream, const core::OutputChunk& chunk) {
   connection_.notify("process/output", protocol::process_output_json(process_id, std::string(core::stream_name(stream)), chunk.data, chunk.base64));
 }

@@ -2,7 +2,7 @@
 //
 // Reads params with protocol/sandbox.h, calls the SandboxManager, answers with the documented
 // results (protocol/sandboxes.md), and turns core events into sandbox/stateChanged,
-// process/output and process/exited notifications. Loop thread only.
+// sandbox/limitReached, process/output and process/exited notifications. Loop thread only.
 #pragma once
 
 #include "server/core/sandbox_events.h"
@@ -20,6 +20,7 @@ class SandboxMethods final : public core::SandboxEvents {
   void state_changed(const std::string& id, core::SandboxState state, core::StopReason reason, const std::string& message) override;
   void process_output(const std::string& process_id, core::OutputStream stream, const core::OutputChunk& chunk) override;
   void process_exited(const std::string& process_id, const core::ProcessExit& exit) override;
+  void limit_reached(const std::string& sandbox_id, const core::LimitEvent& event) override;
   void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) override;
   void approve_network(const std::string& sandbox_id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) override;
 

@@ -35,11 +35,18 @@ Error agent_error_to_result(const std::string& method, const protocol::RpcError&
 
 AgentClient::AgentClient(GuestChannel& channel, AgentTimeouts timeouts) : channel_(channel), timeouts_(timeouts) {
   channel_.on_notification(wire::method::kProcessExited, [this](const json& params) { return on_exited(params); });
+  channel_.on_notification(wire::method::kLimitReached, [this](const json& params) -> Result<void> {
+    auto note = wire::parse_limit_reached(params);
+    if (!note) return note.error();
+    if (on_limit_reached_) on_limit_reached_(*note);
+    return {};
+  });
 }
 
 AgentClient::~AgentClient() {
   *alive_ = false;
   channel_.on_notification(wire::method::kProcessExited, [](const json&) -> Result<void> { return {}; });
+  channel_.on_notification(wire::method::kLimitReached, [](const json&) -> Result<void> { return {}; });
   for (auto& [pid, proc] : processes_)
     for (std::uint32_t s : {proc->streams.stdin_stream, proc->streams.stdout_stream, proc->streams.stderr_stream, proc->streams.pty_stream})
       if (s) channel_.detach(s);

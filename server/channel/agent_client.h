@@ -74,6 +74,8 @@ class AgentClient {
   void health(Done<wire::HealthResult> done);
   void resume(const wire::ResumeParams& params, Done<wire::ResumeResult> done);
   void set_limits(const wire::LimitsParams& params, Done<wire::LimitsResult> done);
+  // The agent's limit.reached notifications, checked (a malformed one fails the channel).
+  void on_limit_reached(std::function<void(const wire::LimitReached&)> handler) { on_limit_reached_ = std::move(handler); }
 
   void start_process(const wire::ProcessStartParams& params, ProcessEvents events, Done<wire::ProcessStartResult> done);
   // Bytes for the process's stdin (or terminal). kLimitExceeded when too much is already
@@ -147,6 +149,7 @@ class AgentClient {
   AgentTimeouts timeouts_;
   std::shared_ptr<Net> net_;
   std::map<std::int64_t, std::unique_ptr<Proc>> processes_;
+  std::function<void(const wire::LimitReached&)> on_limit_reached_;
   std::size_t lost_starts_ = 0;  // process.start calls we gave up on: their exits are unknown to us
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

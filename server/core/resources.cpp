@@ -3,7 +3,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+
+#include "protocol/channel/messages.h"
 
 namespace lockroom::core {
 
@@ -36,10 +39,18 @@ Result<Resources> resolve_resources(const ResourceRequest& r, const HostCapacity
   } else if (out.memory_mib > memory_cap) {
     out.memory_mib = static_cast<int>(std::max<std::int64_t>(kMinMemoryMib, memory_cap));
   }
+  // Files live in the guest's RAM: they may take what the guest does not need for itself.
+  std::int64_t disk_cap = std::min<std::int64_t>(kMaxDiskMib, out.memory_mib - kGuestMemoryOverheadMib);
   if (r.disk_mib) {
-    if (*r.disk_mib < 16) return too("diskMiB", *r.disk_mib, "below the minimum of", 16, "ask for at least 16 MiB");
-    if (*r.disk_mib > kMaxDiskMib) return too("diskMiB", *r.disk_mib, "above the maximum of", kMaxDiskMib, "ask for less");
+    if (*r.disk_mib < kMinDiskMib) return too("diskMiB", *r.disk_mib, "below the minimum of", kMinDiskMib, "ask for at least 16 MiB");
+    if (*r.disk_mib > disk_cap)
+      return too("diskMiB", *r.disk_mib, ("more than memoryMiB = " + std::to_string(out.memory_mib) + " allows,").c_str(), disk_cap,
+                 "the sandbox's files live in its RAM, which also holds the guest kernel, its image and agent (" +
+                     std::to_string(kGuestMemoryOverheadMib) + " MiB); ask for at most " + std::to_string(disk_cap) +
+                     " MiB or for more memoryMiB");
     out.disk_mib = static_cast<int>(*r.disk_mib);
+  } else {
+    out.disk_mib = static_cast<int>(std::max<std::int64_t>(kMinDiskMib, std::min<std::int64_t>(out.memory_mib / 2, disk_cap)));
   }
   if (r.lifetime_seconds) {
     if (*r.lifetime_seconds < 1) return too("timeoutSeconds", *r.lifetime_seconds, "below the minimum of", 1, "ask for at least 1 s");
@@ -57,6 +68,13 @@ Result<Resources> resolve_resources(const ResourceRequest& r, const HostCapacity
     out.max_output_bytes = static_cast<std::uint64_t>(*r.max_output_bytes);
   }
   return out;
+}
+
+protocol::channel::LimitsParams limits_params(const Resources& resources) {
+  protocol::channel::LimitsParams params;
+  params.max_processes = resources.max_processes;
+  params.max_disk_mib = resources.disk_mib;
+  return params;
 }
 
 HostCapacity probe_host_capacity() {

@@ -16,6 +16,17 @@ namespace {
 
 constexpr auto kHealthEvery = 15s;
 constexpr int kMaxMissedHealth = 3;
+// A guest reports each limit once per episode; a hostile one could report it in a loop.
+constexpr auto kMinLimitReportGap = 1s;
+
+LimitKind limit_kind(wire::GuestLimit limit) {
+  switch (limit) {
+    case wire::GuestLimit::kDisk: return LimitKind::kDisk;
+    case wire::GuestLimit::kProcesses: return LimitKind::kProcesses;
+    case wire::GuestLimit::kMemory: return LimitKind::kMemory;
+  }
+  return LimitKind::kDisk;
+}
 
 OutputStream stream_of(channel::OutputKind kind) {
   switch (kind) {
@@ -51,6 +62,17 @@ std::string_view end_reason_name(ProcessEndReason reason) {
   return "";
 }
 
+std::string_view limit_name(LimitKind limit) {
+  switch (limit) {
+    case LimitKind::kDisk: return "disk";
+    case LimitKind::kProcesses: return "processes";
+    case LimitKind::kOutput: return "output";
+    case LimitKind::kMemory: return "memory";
+    case LimitKind::kLifetime: return "lifetime";
+  }
+  return "disk";
+}
+
 struct Sandbox::Process {
   std::int64_t pid = 0;  // in the guest; 0 until process.start answers
   bool pty = false;
@@ -76,8 +98,35 @@ Sandbox::~Sandbox() {
 void Sandbox::adopt(std::unique_ptr<vm::Vm> vm, std::unique_ptr<GuestLink> link) {
   vm_ = std::move(vm);
   link_ = std::move(link);
+  auto alive = alive_;
+  link_->agent().on_limit_reached([this, alive](const wire::LimitReached& note) {
+    if (*alive) on_guest_limit(note);
+  });
   set_state(SandboxState::kReady, StopReason::kNone, "");
   arm_lifetime();
+}
+
+void Sandbox::report_limit(LimitEvent event) {
+  spdlog::info("{}: {} limit reached: {}", id_, limit_name(event.limit), event.message);
+  events_.limit_reached(id_, event);
+}
+
+void Sandbox::on_guest_limit(const wire::LimitReached& note) {
+  if (state_ != SandboxState::kReady) return;
+  LimitEvent event{limit_kind(note.limit), note.message, std::nullopt, std::nullopt};
+  // The guest's value is only its claim: the host names the limits it set.
+  if (event.limit == LimitKind::kDisk) event.value = limits_.disk_mib;
+  if (event.limit == LimitKind::kMemory) event.value = limits_.memory_mib;
+  if (event.limit == LimitKind::kProcesses) event.value = limits_.max_processes;
+  if (note.pid) {
+    for (const auto& [process_id, p] : processes_)
+      if (p->pid == *note.pid) event.process_id = process_id;
+  }
+  auto now = std::chrono::steady_clock::now();
+  auto last = last_guest_limit_.find(event.limit);
+  if (last != last_guest_limit_.end() && now - last->second < kMinLimitReportGap) return;
+  last_guest_limit_[event.limit] = now;
+  report_limit(std::move(event));
 }
 
 void Sandbox::arm_lifetime() {
@@ -86,9 +135,10 @@ void Sandbox::arm_lifetime() {
   uv_timer_start(lifetime_, [](uv_timer_t* t) {
     auto* self = static_cast<Sandbox*>(t->data);
     if (!self) return;
-    self->stop(StopReason::kLifetimeLimit,
-               "the sandbox reached its lifetime limit of " + std::to_string(self->limits_.lifetime_seconds) +
-                   " s (resources.timeoutSeconds)");
+    std::string message = "the sandbox reached its lifetime limit of " + std::to_string(self->limits_.lifetime_seconds) +
+                          " s (resources.timeoutSeconds)";
+    self->report_limit(LimitEvent{LimitKind::kLifetime, message, std::nullopt, self->limits_.lifetime_seconds});
+    self->stop(StopReason::kLifetimeLimit, message);
   }, static_cast<std::uint64_t>(limits_.lifetime_seconds) * 1000, 0);
 
   health_ = new_handle<uv_timer_t>(this);
@@ -181,7 +231,10 @@ void Sandbox::on_output(const std::string& process_id, OutputStream stream, std:
   }
   if (exceeds) {
     p->over_limit = true;
-    spdlog::info("{}: process {} passed its output limit of {} bytes; killing it", id_, process_id, limits_.max_output_bytes);
+    report_limit(LimitEvent{LimitKind::kOutput,
+                            "process " + process_id + " wrote more than its output limit of " + std::to_string(limits_.max_output_bytes) +
+                                " bytes (resources.maxOutputBytes) and is killed",
+                            process_id, static_cast<std::int64_t>(limits_.max_output_bytes)});
     if (p->pid && link_) link_->agent().signal(p->pid, SIGKILL, [](Result<void>) {});
   }
 }

@@ -4,7 +4,9 @@
 // hits its lifetime, or fails (QEMU exits, the channel breaks, the agent stops answering). Each
 // process it starts is tracked until its exit is reported: exactly one `process_exited` per
 // process, also when the sandbox goes away under it. Output is encoded as text or base64 per
-// stream and counted against the per-process limit; past it the process is killed.
+// stream and counted against the per-process limit; past it the process is killed. Every limit
+// met (output, lifetime, and the guest's own reports: disk, processes, memory) is reported once
+// through SandboxEvents::limit_reached; the guest's reports are checked and rate-limited.
 // Loop thread only.
 #pragma once
 
@@ -89,6 +91,8 @@ class Sandbox {
   void finalize();
   void arm_lifetime();
   void check_health();
+  void report_limit(LimitEvent event);
+  void on_guest_limit(const protocol::channel::LimitReached& note);
   Result<void> allowed(SandboxOp op) const { return check_allowed(op, state_, id_, reason_ == StopReason::kNone ? "" : std::string(reason_name(reason_))); }
 
   uv_loop_t* loop_;
@@ -109,6 +113,7 @@ class Sandbox {
   uv_timer_t* channel_grace_ = nullptr;
   int missed_health_ = 0;
   bool health_in_flight_ = false;
+  std::map<LimitKind, std::chrono::steady_clock::time_point> last_guest_limit_;  // when the guest last reported each kind
   std::vector<std::function<void()>> stopped_callbacks_;
   std::string stop_message_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

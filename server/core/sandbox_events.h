@@ -5,6 +5,7 @@
 // back into the manager synchronously in a way that destroys the sandbox being reported.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,19 @@ std::string_view stream_name(OutputStream stream);
 enum class ProcessEndReason { kNone, kOutputLimit, kSandboxGone };
 std::string_view end_reason_name(ProcessEndReason reason);
 
+// A limit the sandbox met: the guest's disk filled, a fork or a start was refused for the process
+// limit, the guest ran out of memory, a process passed its output limit, the lifetime ran out.
+// Reported once per episode (the guest's own reports are checked and rate-limited by the host).
+enum class LimitKind { kDisk, kProcesses, kOutput, kMemory, kLifetime };
+std::string_view limit_name(LimitKind limit);
+
+struct LimitEvent {
+  LimitKind limit = LimitKind::kDisk;
+  std::string message;
+  std::optional<std::string> process_id;  // the process concerned, when there is one
+  std::optional<std::int64_t> value;       // the limit in force (MiB, processes, bytes, seconds)
+};
+
 struct ProcessExit {
   std::optional<int> exit_code;
   std::optional<int> signal;
@@ -37,6 +51,8 @@ class SandboxEvents {
   // Raw bytes as they came, for consumers that want them (a terminal); default: nothing.
   virtual void process_bytes(const std::string& process_id, OutputStream stream, std::string_view bytes) {}
   virtual void process_exited(const std::string& process_id, const ProcessExit& exit) = 0;
+  // A limit was met (once per episode); default: nothing.
+  virtual void limit_reached(const std::string& sandbox_id, const LimitEvent& event) {}
   // Each egress decision of a sandbox with networking (the audit record); default: nothing.
   virtual void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) {}
   // A host no rule covers, when the policy says "ask": answer allow once / for the sandbox /

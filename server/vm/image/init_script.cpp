@@ -12,12 +12,15 @@ std::string init_script(const std::string& release, const std::vector<ModuleFile
       "mount -t proc proc /proc || fail 'cannot mount /proc'\n"
       "mount -t sysfs sysfs /sys || fail 'cannot mount /sys'\n"
       "mount -t devtmpfs devtmpfs /dev || fail 'cannot mount /dev'\n"
-      "mkdir -p /dev/pts /dev/shm\n"
+      "# Every file a program writes lands on the root tmpfs, whose size is the disk limit\n"
+      "# (guest/disk_limit.h): /tmp and /run are plain folders on it, /dev/shm is bound from it,\n"
+      "# and /dev (devtmpfs, a tmpfs of its own) holds at most 1 MiB.\n"
+      "mount -o remount,size=1m /dev || fail 'cannot bound /dev to 1 MiB'\n"
+      "mkdir -p /dev/pts /dev/shm /tmp /run/shm /root /home /var/tmp\n"
+      "chmod 1777 /tmp /var/tmp /run/shm\n"
       "mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts || fail 'cannot mount /dev/pts'\n"
-      "mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm\n"
+      "mount --bind /run/shm /dev/shm || fail 'cannot bind /run/shm to /dev/shm'\n"
       "mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null\n"
-      "mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp || fail 'cannot mount /tmp'\n"
-      "mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run || fail 'cannot mount /run'\n"
       "exec 0<>/dev/console 1>&0 2>&0\n";
   for (const auto& m : modules)
     s += "insmod /lib/modules/" + release + "/" + m.path + " || fail 'cannot load the kernel module " + m.name + "'\n";

@@ -1,6 +1,7 @@
 // resolve_resources: defaults, every bound, and messages that name the field.
 #include <catch2/catch.hpp>
 
+#include "protocol/channel/messages.h"
 #include "server/core/resources.h"
 
 using namespace lockroom::core;
@@ -60,6 +61,50 @@ TEST_CASE("resources: out-of-range values are refused with the field and the bou
     CHECK(r.error().code == lockroom::ErrorCode::kInvalidInput);
     CHECK_THAT(r.error().message, Catch::Contains(c.field) && Catch::Contains(c.bound));
   }
+}
+
+TEST_CASE("resources: the disk is bounded by the memory it lives in", "[core][resources]") {
+  ResourceRequest too_big;
+  too_big.disk_mib = 1024;  // default memory: 512 MiB
+  auto r = resolve_resources(too_big, kHost);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == lockroom::ErrorCode::kInvalidInput);
+  CHECK_THAT(r.error().message, Catch::Contains("resources.diskMiB = 1024") && Catch::Contains("memoryMiB = 512") &&
+                                    Catch::Contains("at most 416 MiB"));
+
+  ResourceRequest fits = too_big;
+  fits.memory_mib = 1024 + kGuestMemoryOverheadMib;
+  auto ok = resolve_resources(fits, kHost);
+  REQUIRE(ok.ok());
+  CHECK(ok->disk_mib == 1024);
+
+  ResourceRequest at_cap;
+  at_cap.disk_mib = 512 - kGuestMemoryOverheadMib;
+  CHECK(resolve_resources(at_cap, kHost).ok());
+  at_cap.disk_mib = *at_cap.disk_mib + 1;
+  CHECK_FALSE(resolve_resources(at_cap, kHost).ok());
+}
+
+TEST_CASE("resources: the default disk is half the memory, within what the memory allows", "[core][resources]") {
+  for (auto [memory, disk] : {std::pair{512, 256}, std::pair{1024, 512}, std::pair{128, 32}, std::pair{160, 64}}) {
+    ResourceRequest req;
+    req.memory_mib = memory;
+    auto r = resolve_resources(req, kHost);
+    INFO("memoryMiB " << memory);
+    REQUIRE(r.ok());
+    CHECK(r->disk_mib == disk);
+  }
+}
+
+TEST_CASE("resources: the agent is told the process and disk limits", "[core][resources]") {
+  ResourceRequest req;
+  req.max_processes = 8;
+  req.disk_mib = 20;
+  auto r = resolve_resources(req, kHost);
+  REQUIRE(r.ok());
+  auto params = limits_params(*r);
+  CHECK(params.max_processes == 8);
+  CHECK(params.max_disk_mib == 20);
 }
 
 TEST_CASE("resources: the default memory shrinks to fit a small host", "[core][resources]") {
