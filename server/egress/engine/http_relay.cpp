@@ -24,7 +24,7 @@ std::uint64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
 
 HttpRelay::HttpRelay(Session& session, std::optional<InsideTunnel> tunnel)
     : session_(session), core_(session.core()), tunnel_(std::move(tunnel)), request_(new_request_parser()),
-      sentinels_(sentinels_of(core_.secrets())) {}
+      sentinels_(sentinels_of(core_.secrets())), deadline_(session.core().loop()) {}
 
 HttpRelay::~HttpRelay() { stop(); }
 
@@ -34,9 +34,16 @@ RequestHeadParser HttpRelay::new_request_parser() const {
 
 void HttpRelay::start(std::string received) {
   in_ = std::move(received);
+  head_bytes_ = in_.size();
+  await_head();
   session_.client().start({
       [this](std::string_view bytes) {
         if (stopped_) return;
+        deadline_.touch();
+        if (phase_ == Phase::kHead) {
+          head_bytes_ += bytes.size();
+          if (between_requests_) await_head();  // the next request began: its head is due
+        }
         in_.append(bytes);
         if (phase_ == Phase::kGate && in_.size() > kMaxHeadBytes) session_.client().pause_reading(true);
         process();
@@ -66,11 +73,43 @@ void HttpRelay::stop() {
   if (stopped_) return;
   stopped_ = true;
   phase_ = Phase::kDone;
+  deadline_.disarm();
   core_.dispose(std::move(connecting_));  // it may be running its callback now
   drop_upstream();
 }
 
+void HttpRelay::await_head() {
+  between_requests_ = false;
+  std::chrono::milliseconds limit = core_.options().request_head_timeout;
+  deadline_.arm(limit, [this] { head_timed_out(); });
+}
+
+void HttpRelay::await_next() {
+  between_requests_ = true;
+  head_bytes_ = 0;
+  deadline_.arm(core_.options().idle_timeout, [this] {
+    if (!stopped_) session_.end();  // a kept-alive connection nobody uses: closed as servers do
+  });
+}
+
+void HttpRelay::head_timed_out() {
+  if (stopped_ || phase_ != Phase::kHead) return;
+  if (head_bytes_ == 0) return session_.end();  // nothing asked: nothing to answer
+  std::string limit = duration_text(core_.options().request_head_timeout);
+  refuse(408, "lockroom: the request head did not arrive whole within " + limit + "; send the whole head at once",
+         "deny", "", "request head timeout (" + limit + ")");
+}
+
+void HttpRelay::exchange_idle() {
+  if (stopped_ || phase_ != Phase::kExchange) return;
+  std::string limit = duration_text(core_.options().idle_timeout);
+  std::string where = host_port_text(head_.host.url_host(), head_.port);
+  std::string reason = "no byte either way for " + limit + " (the idle timeout)";
+  refuse(504, "lockroom: " + where + " sent no answer for " + limit + " (the idle timeout)", "allow", record_.rule, reason);
+}
+
 void HttpRelay::drop_upstream() {
+  slot_.release();
   if (!upstream_) return;
   upstream_->close();
   core_.dispose(std::move(upstream_));  // never destroyed inside its own callback
@@ -106,6 +145,7 @@ void HttpRelay::process() {
 
 void HttpRelay::begin_request() {
   ++requests_;
+  deadline_.disarm();  // deciding and connecting have limits of their own
   head_ = request_.head();
   session_.client().pause_reading(true);
   started_ = std::chrono::steady_clock::now();
@@ -160,7 +200,15 @@ void HttpRelay::gated(const GateResult& decision) {
   drop_upstream();
   upstream_key_ = key;
   phase_ = Phase::kConnecting;
-  if (tunnel_ && tunnel_->connected) return use_upstream(std::move(tunnel_->connected));
+  if (tunnel_ && tunnel_->connected) {
+    slot_ = std::move(tunnel_->slot);
+    return use_upstream(std::move(tunnel_->connected));
+  }
+  slot_ = core_.take_upstream_slot();
+  if (!slot_)
+    return refuse(503, core_.upstream_limit_text(), "deny", "connection limit",
+                  "the sandbox's limit of " + std::to_string(core_.options().max_upstream_connections) +
+                      " upstream connections is reached");
   core_.dispose(std::move(connecting_));
   connecting_ = core_.connect(Target{head_.host, head_.port, head_.scheme},
                               [this](Result<std::unique_ptr<tls::UpstreamConnection>> result) { connected(std::move(result)); });
@@ -204,6 +252,7 @@ void HttpRelay::use_upstream(std::unique_ptr<tls::UpstreamConnection> connection
 
 void HttpRelay::send_head() {
   phase_ = Phase::kExchange;
+  deadline_.arm(core_.options().idle_timeout, [this] { exchange_idle(); });
   request_done_ = head_.body == BodyFraming::kNone;
   response_head_done_ = false;
   response_.emplace(head_.method);
@@ -257,7 +306,9 @@ void HttpRelay::pump_request_body() {
 
 void HttpRelay::on_upstream_data(std::string_view bytes) {
   if (stopped_) return;
+  deadline_.touch();
   if (phase_ != Phase::kExchange || !response_) return drop_upstream();  // an idle server talking: not reusable
+  std::string head_out;  // a response head to send with this chunk's body bytes
   if (!response_head_done_) {
     FeedResult fed = response_->feed(bytes);
     if (fed.state == ParseState::kNeedMore) return;
@@ -276,7 +327,8 @@ void HttpRelay::on_upstream_data(std::string_view bytes) {
     record_.upstream_status = head.status;
     if (!head.keep_alive) upstream_reusable_ = false;
     if (!head.keep_alive || !head_.keep_alive) close_after_ = true;
-    write_client(serialize_response_for_client(head));
+    head_out = serialize_response_for_client(head);
+    if (head.body == BodyFraming::kNone || bytes.empty()) write_client(head_out);
     if (head.body == BodyFraming::kNone) {
       if (!bytes.empty()) upstream_reusable_ = false;
       return response_complete();
@@ -289,7 +341,9 @@ void HttpRelay::on_upstream_data(std::string_view bytes) {
     audit("allow", record_.rule, why);
     return session_.end(why);
   }
-  bool below_mark = write_client(bytes.substr(0, fed.consumed));
+  // The head and the first body bytes of a response go out in one write (one frame, one syscall).
+  bool below_mark = head_out.empty() ? write_client(bytes.substr(0, fed.consumed))
+                                     : write_client(head_out.append(bytes.substr(0, fed.consumed)));
   if (fed.state == ParseState::kComplete) {
     if (fed.consumed < bytes.size()) upstream_reusable_ = false;
     return response_complete();
@@ -345,6 +399,12 @@ void HttpRelay::response_complete() {
   phase_ = Phase::kHead;
   request_ = new_request_parser();
   response_.reset();
+  record_ = AuditRecord{};  // a refusal of the next request must not carry this one's fields
+  await_next();
+  if (!in_.empty()) {  // the next request was pipelined: its head is due
+    head_bytes_ = in_.size();
+    await_head();
+  }
   if (upstream_) upstream_->pause_reading(false);
   session_.client().pause_reading(false);
   process();

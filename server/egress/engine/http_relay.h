@@ -15,6 +15,12 @@
 // hop-by-hop headers and its body relayed as it came. Backpressure both ways: reading one side
 // pauses while the other side's buffer is above its mark. The guest's next request is read only
 // after the response ended (a pipelined request waits in a bounded buffer).
+// Time limits (ProxyOptions): a request head must arrive whole within request_head_timeout of
+// the connection (or of its first byte, on a kept-alive connection; 408 when part of it came,
+// else the connection is just closed); a kept-alive connection with no new request for
+// idle_timeout is closed; a request whose exchange moves no byte either way for idle_timeout is
+// ended (504 before the response head, a reset after it) and audited. Each upstream holds one
+// of the sandbox's UpstreamSlots; with none left the request gets a 503.
 // Loop thread only.
 #pragma once
 
@@ -25,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "server/egress/engine/deadline.h"
 #include "server/egress/engine/proxy_core.h"
 #include "server/egress/engine/sides.h"
 #include "server/egress/policy/audit.h"
@@ -43,6 +50,7 @@ class HttpRelay {
     std::string sni;
     GateResult decision;                                   // the tunnel's
     std::unique_ptr<tls::UpstreamConnection> connected;    // used by the first request
+    UpstreamSlot slot;                                     // counts `connected`
   };
 
   HttpRelay(Session& session, std::optional<InsideTunnel> tunnel);
@@ -71,6 +79,10 @@ class HttpRelay {
               const std::string& reason);
   void audit(const std::string& decision, const std::string& rule, const std::string& reason);
   void drop_upstream();
+  void await_head();      // a request's head is due: the head timeout runs
+  void await_next();      // between kept-alive requests: the idle timeout runs
+  void head_timed_out();
+  void exchange_idle();
   bool write_client(std::string_view bytes);
   RequestHeadParser new_request_parser() const;
   std::string sentinel_outside_scope(const std::vector<SentinelMatch>& matches) const;
@@ -88,6 +100,10 @@ class HttpRelay {
   std::unique_ptr<Side> upstream_;
   std::string upstream_key_;
   std::unique_ptr<tls::UpstreamConnect> connecting_;
+  UpstreamSlot slot_;  // for upstream_ or connecting_
+  Deadline deadline_;
+  bool between_requests_ = false;  // kHead on a kept-alive connection before any byte of the next request
+  std::size_t head_bytes_ = 0;     // bytes of the current request head received so far
   AuditRecord record_;
   std::chrono::steady_clock::time_point started_;
   std::uint64_t requests_ = 0;  // heads read on this connection

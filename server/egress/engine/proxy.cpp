@@ -21,6 +21,14 @@ Result<std::unique_ptr<Proxy>> Proxy::create(uv_loop_t* loop, ProxyOptions optio
     if (!options.secret_values.count(secret.name))
       return make_error(ErrorCode::kInvalidInput, "secret " + secret.name + " has no resolved value; resolve the values "
                                                   "(resolve_secret_values) before making the proxy");
+  auto positive = [](std::chrono::milliseconds limit) { return limit.count() > 0; };
+  if (!positive(options.connect_timeout) || !positive(options.request_head_timeout) || !positive(options.idle_timeout))
+    return make_error(ErrorCode::kInvalidInput, "the proxy's connect, request head and idle timeouts must be above 0 ms (got " +
+                                                    std::to_string(options.connect_timeout.count()) + ", " +
+                                                    std::to_string(options.request_head_timeout.count()) + ", " +
+                                                    std::to_string(options.idle_timeout.count()) + ")");
+  if (options.max_upstream_connections == 0)
+    return make_error(ErrorCode::kInvalidInput, "max_upstream_connections must be at least 1");
   auto core = std::make_shared<ProxyCore>(loop, std::move(options));
   if (Result<void> ready = core->init(); !ready) return ready.error();
   return std::unique_ptr<Proxy>(new Proxy(std::move(core)));

@@ -16,6 +16,13 @@
 // leaves this process) so secrets can be put into requests and sentinels caught; other TLS is
 // relayed end to end after the SNI was checked against the policy too.
 //
+// Limits a demanding user expects of a proxy (ProxyOptions): connecting upstream gives up after
+// connect_timeout per address; a request head must arrive whole within request_head_timeout; a
+// tunnel, an open request or a keep-alive connection between requests that moves no byte either
+// way for idle_timeout is closed; at most max_upstream_connections upstream connections (and
+// attempts) are open at once for the sandbox, and one more is refused (503, or a SOCKS general
+// failure) with a message naming the limit. Each of these is audited with the reason.
+//
 // Each decision is one AuditRecord, appended to the audit log (when a path is given) and passed
 // to on_event. Everything runs on the loop thread, including the hooks; nothing blocks: the
 // secret values are resolved by the caller beforehand (resolve_secret_values_async in
@@ -76,12 +83,16 @@ struct ProxyOptions {
   // one per process: loading the host's trust store takes a while).
   tls::TlsClientOptions upstream_tls;
   std::shared_ptr<tls::TlsClientContext> upstream_tls_context;
-  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds connect_timeout{30000};        // per address tried
+  std::chrono::milliseconds request_head_timeout{30000};   // from the connection (or a request's first byte) to its whole head
+  std::chrono::milliseconds idle_timeout{600000};          // no byte either way: the tunnel or connection is closed
+  std::size_t max_upstream_connections = 256;              // open or connecting at once, for this sandbox
   std::size_t high_water = 256u << 10;  // per side: pause the other side's reading above this
 };
 
 struct ProxyStats {
   std::size_t sessions = 0;              // open now
+  std::size_t upstream_connections = 0;  // open or connecting now (bounded by max_upstream_connections)
   std::size_t peak_buffered_bytes = 0;   // most bytes any one session held toward both sides at once
   std::uint64_t decisions = 0;           // audit records written
 };

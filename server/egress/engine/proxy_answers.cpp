@@ -9,7 +9,9 @@ const char* reason_phrase(int status) {
   switch (status) {
     case 400: return "Bad Request";
     case 403: return "Forbidden";
+    case 408: return "Request Timeout";
     case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
     default: return "Error";
   }
@@ -34,6 +36,11 @@ std::string denied_text(std::string_view host_port, std::string_view rule) {
 
 std::string host_port_text(std::string_view url_host, unsigned port) {
   return std::string(url_host) + ":" + std::to_string(port);
+}
+
+std::string duration_text(std::chrono::milliseconds duration) {
+  if (duration.count() % 1000 == 0) return std::to_string(duration.count() / 1000) + " s";
+  return std::to_string(duration.count()) + " ms";
 }
 
 }  // namespace lockroom::egress

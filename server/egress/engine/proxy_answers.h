@@ -3,11 +3,14 @@
 //
 //   403  the policy denied the host, the address it resolved to, or a sentinel went astray
 //   502  connecting (or talking TLS) to the upstream failed, naming the address and the reason
-//   504  connecting timed out
-//   400  the request could not be read
+//   504  connecting timed out, or the server sent nothing for the idle timeout
+//   503  the sandbox has its limit of upstream connections open
+//   400  the request could not be read (or its head is over the limit)
+//   408  the request head did not arrive in time
 // Every answer closes the connection (Connection: close). Pure; no I/O.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -21,6 +24,9 @@ std::string denied_text(std::string_view host_port, std::string_view rule);
 
 // "example.com:443", "[::1]:8080"
 std::string host_port_text(std::string_view url_host, unsigned port);
+
+// "30 s", "250 ms": a limit in a message.
+std::string duration_text(std::chrono::milliseconds duration);
 
 // SOCKS5 reply codes (RFC 1928) for Proxy::accept_socks verdicts.
 enum SocksReply : int {

@@ -170,6 +170,16 @@ std::unique_ptr<tls::UpstreamConnect> ProxyCore::connect(const Target& target, t
                                      std::move(done), options);
 }
 
+UpstreamSlot ProxyCore::take_upstream_slot() {
+  if (upstream_connections_ >= options_.max_upstream_connections) return {};
+  return UpstreamSlot(&upstream_connections_);
+}
+
+std::string ProxyCore::upstream_limit_text() const {
+  return "lockroom: this sandbox already has " + std::to_string(options_.max_upstream_connections) +
+         " upstream connections open (its limit); close some (or reuse them with keep-alive) and retry";
+}
+
 void ProxyCore::emit(const AuditRecord& record) {
   AuditRecord stamped = record;
   stamped.sandbox = options_.sandbox_id;
@@ -184,6 +194,7 @@ void ProxyCore::emit(const AuditRecord& record) {
 ProxyStats ProxyCore::stats() const {
   ProxyStats stats = stats_;
   stats.sessions = sessions_.size();
+  stats.upstream_connections = upstream_connections_;
   return stats;
 }
 

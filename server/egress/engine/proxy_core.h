@@ -8,6 +8,8 @@
 //   emit()     write one audit record and pass it to on_event
 //   finish()   a session is done: it is destroyed on a later loop turn, never inside a callback
 //   dispose()  the same for a part a session no longer needs (an upstream it replaced)
+//   take_upstream_slot()  one of the sandbox's max_upstream_connections, held (an UpstreamSlot)
+//              for as long as an upstream connection or attempt exists; empty when all are taken
 // Loop thread only.
 #pragma once
 
@@ -18,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <uv.h>
@@ -35,6 +38,30 @@ struct GateResult {
   bool allowed = false;
   std::string rule;    // the rule that decided, "default", or "user" after an approval
   std::string reason;  // for the audit record
+};
+
+// A counted place among the sandbox's upstream connections; released when destroyed (or
+// release()d). Movable, so it travels with the connection it stands for.
+class UpstreamSlot {
+ public:
+  UpstreamSlot() = default;
+  explicit UpstreamSlot(std::size_t* count) : count_(count) { ++*count_; }
+  UpstreamSlot(UpstreamSlot&& other) noexcept : count_(std::exchange(other.count_, nullptr)) {}
+  UpstreamSlot& operator=(UpstreamSlot&& other) noexcept {
+    if (this != &other) {
+      release();
+      count_ = std::exchange(other.count_, nullptr);
+    }
+    return *this;
+  }
+  ~UpstreamSlot() { release(); }
+  void release() {
+    if (count_) --*std::exchange(count_, nullptr);
+  }
+  explicit operator bool() const { return count_ != nullptr; }
+
+ private:
+  std::size_t* count_ = nullptr;
 };
 
 // An IP address the kernel gave back, in the policy's form.
@@ -70,6 +97,9 @@ class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
   // Whether the tunnel to `host` must be opened up: a secret is scoped to it or it is inspected.
   bool must_terminate(const Host& host) const;
   std::unique_ptr<tls::UpstreamConnect> connect(const Target& target, tls::UpstreamConnect::Done done);
+  UpstreamSlot take_upstream_slot();
+  // "lockroom: this sandbox already has 256 upstream connections open (its limit) ..."
+  std::string upstream_limit_text() const;
 
   void emit(const AuditRecord& record);
   void note_buffered(std::size_t bytes) { stats_.peak_buffered_bytes = std::max(stats_.peak_buffered_bytes, bytes); }
@@ -98,6 +128,7 @@ class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
   std::vector<std::shared_ptr<void>> disposed_;
   uv_timer_t* reaper_ = nullptr;
   std::uint64_t last_session_id_ = 0;
+  std::size_t upstream_connections_ = 0;  // counted by the UpstreamSlots alive
   ProxyStats stats_;
   bool closed_ = false;
 };

@@ -20,16 +20,18 @@ std::uint64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
 
 Tunnel::Tunnel(Session& session, Host host, std::uint16_t port, SocksVerdict verdict, std::string early)
     : session_(session), core_(session.core()), host_(std::move(host)), port_(port), verdict_(std::move(verdict)),
-      first_bytes_(std::move(early)) {}
+      first_bytes_(std::move(early)), deadline_(session.core().loop()) {}
 
 Tunnel::~Tunnel() { stop(); }
 
 void Tunnel::stop() {
   if (stopped_) return;
   stopped_ = true;
+  deadline_.disarm();
   core_.dispose(std::move(connecting_));  // it may be running its callback now
   if (upstream_) upstream_->close();
   if (connection_) connection_->close();
+  slot_.release();
 }
 
 void Tunnel::start() {
@@ -79,6 +81,11 @@ void Tunnel::gated(const GateResult& decision) {
   std::string where = host_port_text(host_.url_host(), port_);
   if (!decision.allowed)
     return refuse_before_answer(403, kSocksNotAllowed, denied_text(where, decision.rule), "deny", decision.rule, decision.reason);
+  slot_ = core_.take_upstream_slot();
+  if (!slot_)
+    return refuse_before_answer(503, kSocksGeneralFailure, core_.upstream_limit_text(), "deny", "connection limit",
+                                "the sandbox's limit of " + std::to_string(core_.options().max_upstream_connections) +
+                                    " upstream connections is reached");
   Scheme scheme = record_.scheme == "tcp" ? Scheme::kTcp : Scheme::kHttps;
   connecting_ = core_.connect(Target{host_, port_, scheme},
                               [this](Result<std::unique_ptr<tls::UpstreamConnection>> result) { connected(std::move(result)); });
@@ -109,6 +116,10 @@ void Tunnel::connected(Result<std::unique_ptr<tls::UpstreamConnection>> result) 
     session_.client().write(kConnectEstablished);
   }
   if (record_.scheme == "tcp") return relay_as_is();  // a server may speak first: no peeking
+  std::string limit = duration_text(core_.options().request_head_timeout);
+  deadline_.arm(core_.options().request_head_timeout, [this, limit] {
+    if (!stopped_) refuse_after_answer("the guest sent no first message (a TLS ClientHello) into the tunnel within " + limit);
+  });
   session_.client().start({
       [this](std::string_view bytes) { on_first_bytes(bytes); },
       [this] {
@@ -196,9 +207,17 @@ void Tunnel::refuse_after_answer(const std::string& reason) {
 }
 
 void Tunnel::relay_as_is() {
+  std::string limit = duration_text(core_.options().idle_timeout);
+  deadline_.arm(core_.options().idle_timeout, [this, limit] {
+    if (stopped_) return;
+    std::string reason = "closed after " + limit + " without a byte either way (the idle timeout)";
+    audit("allow", decision_.rule, reason);
+    session_.end(reason);
+  });
   upstream_ = std::make_unique<UpstreamSide>(std::move(connection_), core_.options().high_water);
   upstream_->start({
       [this](std::string_view bytes) {
+        deadline_.touch();
         record_.bytes_down += bytes.size();
         if (!session_.client().write(bytes)) upstream_->pause_reading(true);
         session_.note_buffered(upstream_->buffered());
@@ -217,6 +236,7 @@ void Tunnel::relay_as_is() {
   });
   session_.client().start({
       [this](std::string_view bytes) {
+        deadline_.touch();
         record_.bytes_up += bytes.size();
         if (!upstream_->write(bytes)) session_.client().pause_reading(true);
         session_.note_buffered(upstream_->buffered());
@@ -250,7 +270,8 @@ void Tunnel::terminate_tls() {
   auto tls = tls::TlsStream::accept(core_.server_tls(), host_.name);
   if (!tls) return refuse_after_answer("cannot terminate TLS for " + host_.name + ": " + tls.error().message);
   TlsSide& side = session_.wrap_client_in_tls(std::move(tls.value()));
-  HttpRelay::InsideTunnel inside{host_, port_, record_.sni, decision_, std::move(connection_)};
+  deadline_.disarm();  // the relay keeps its own time limits
+  HttpRelay::InsideTunnel inside{host_, port_, record_.sni, decision_, std::move(connection_), std::move(slot_)};
   HttpRelay& relay = session_.add_relay(std::make_unique<HttpRelay>(session_, std::move(inside)));
   relay.start({});
   std::string hello = std::move(first_bytes_);

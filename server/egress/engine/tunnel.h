@@ -12,7 +12,11 @@
 //     when the tunnel ends, with bytes each way;
 //   - anything else: a plain TCP tunnel, which the policy must allow for scheme tcp.
 // A refusal after the tunnel was answered resets the guest's connection (its client sees a
-// closed connection or a TLS failure) and is audited with the reason. Loop thread only.
+// closed connection or a TLS failure) and is audited with the reason.
+// Limits (ProxyOptions): the connection counts against the sandbox's max_upstream_connections
+// from the connect on (none left: 503 or a SOCKS general failure); the guest's first bytes are
+// due within request_head_timeout of the answer; a relayed tunnel that moves no byte either way
+// for idle_timeout is closed and audited. Loop thread only.
 #pragma once
 
 #include <chrono>
@@ -21,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "server/egress/engine/deadline.h"
 #include "server/egress/engine/proxy_core.h"
 #include "server/egress/engine/sides.h"
 #include "server/egress/policy/tls_client_hello.h"
@@ -63,6 +68,8 @@ class Tunnel {
   std::unique_ptr<tls::UpstreamConnect> connecting_;
   std::unique_ptr<tls::UpstreamConnection> connection_;  // before the relay starts
   std::unique_ptr<UpstreamSide> upstream_;
+  UpstreamSlot slot_;  // for connecting_, connection_ or upstream_
+  Deadline deadline_;
   AuditRecord record_;
   std::chrono::steady_clock::time_point started_;
   bool client_done_ = false;
