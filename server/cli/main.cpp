@@ -7,6 +7,7 @@
 //   lockroom doctor  [--json]   what this machine can do
 //   lockroom run -- CMD ARGS…   CMD in a fresh sandbox
 //   lockroom image build|ls     the default guest image
+//   lockroom kit ls|validate|show  kits: what a sandbox can be given
 #include <algorithm>
 #include <iostream>
 #include <string>
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
   add_run_command(app, ctx);
   add_ps_command(app, ctx);
   add_kill_command(app, ctx);
+  add_kit_command(app, ctx);
 
   std::vector<std::string> args = normalise_args(app, argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector of arguments in reverse order

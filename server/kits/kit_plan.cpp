@@ -43,12 +43,16 @@ Result<KitPlan> merge_kits(const std::vector<KitSpec>& ordered) {
       if (same != plan.files.end()) *same = f;
       else plan.files.push_back(f);
     }
-    plan.setup.insert(plan.setup.end(), kit.setup.begin(), kit.setup.end());
+    for (auto command : kit.setup) {
+      command.kit = kit.name;
+      plan.setup.push_back(std::move(command));
+    }
     for (const auto& s : kit.services) {
       if (auto it = service_owner.find(s.name); it != service_owner.end())
         return make_error(ErrorCode::kInvalidInput, "kits \"" + it->second + "\" and \"" + kit.name + "\" both define the service \"" + s.name + "\"");
       service_owner[s.name] = kit.name;
       plan.services.push_back(s);
+      plan.services.back().kit = kit.name;
     }
     if (kit.network) {
       if (!plan.network) {
@@ -123,9 +127,9 @@ json plan_to_json(const KitPlan& plan) {
     files.push_back({{"path", f.path}, {"bytes", f.content.size()}, {"mode", mode}});
   }
   json setup = json::array();
-  for (const auto& c : plan.setup) setup.push_back({{"run", c.run}, {"cwd", c.cwd}, {"timeoutSeconds", c.timeout_seconds}});
+  for (const auto& c : plan.setup) setup.push_back({{"run", c.run}, {"cwd", c.cwd}, {"timeoutSeconds", c.timeout_seconds}, {"kit", c.kit}});
   json services = json::array();
-  for (const auto& s : plan.services) services.push_back({{"name", s.name}, {"run", s.run}, {"cwd", s.cwd}});
+  for (const auto& s : plan.services) services.push_back({{"name", s.name}, {"run", s.run}, {"cwd", s.cwd}, {"kit", s.kit}});
   json secrets = json::array();
   for (const auto& s : plan.secrets) secrets.push_back(secret_json(s));
   json resources = json::object();

@@ -54,6 +54,7 @@ struct KitCommand {
   std::string run;  // a shell command line (sh -c)
   std::string cwd = "/workspace";
   int timeout_seconds = 600;
+  std::string kit;  // the kit it came from (set when kits are merged), for messages
   friend bool operator==(const KitCommand&, const KitCommand&) = default;
 };
 
@@ -61,6 +62,7 @@ struct KitService {
   std::string name;
   std::string run;
   std::string cwd = "/workspace";
+  std::string kit;
   friend bool operator==(const KitService&, const KitService&) = default;
 };
 
