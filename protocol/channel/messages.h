@@ -105,12 +105,12 @@ struct ResumeResult {
 // ---- limits.set, limit.reached
 struct LimitsParams {
   std::optional<std::int64_t> max_processes;
-  std::optional<std::int64_t> max_disk_mib;  // room for the guest's files, on top of the image's own
+  std::optional<std::int64_t> max_disk_mib = std::nullopt;  // room for the guest's files, on top of the image's own
 };
 struct LimitsResult {
   std::optional<std::int64_t> max_processes;
   std::string enforcement;  // "cgroup" or "rlimit"
-  std::optional<std::int64_t> max_disk_mib;
+  std::optional<std::int64_t> max_disk_mib = std::nullopt;
   std::string disk_enforcement = "none";  // "tmpfs" (the guest's files are in one sized tmpfs) or "none"
 };
 // What the agent watches and reports, once per episode, with limit.reached.
