@@ -7,14 +7,23 @@
 # (from the issue): lockroom >= 3x the Node peer in requests/s. A missed target prints MISS; only
 # a failed run (bad reply, crash, non-zero exit after shutdown) makes the script exit non-zero.
 #
-# usage: bench/run-rpc-roundtrip.sh [--quick] [DRIVER OPTIONS...]
+# usage: bench/run-rpc-roundtrip.sh [--quick] [--pin-sequential P] [--pin-pipelined P] [DRIVER OPTIONS...]
 #   --quick            a short smoke run (1 repetition of a few thousand requests)
-#   DRIVER OPTIONS     passed to both runs, e.g. --reps 3 --window 16 (see lockroom-bench-rpc)
+#   --pin-sequential P CPU placement of driver and server in the sequential mode (default: same)
+#   --pin-pipelined P  the same for the pipelined mode (default: same)
+#                      P is one of: same   both on CPU 0 (taskset): a round trip is both sides'
+#                                          work back to back, with no idle CPU to wake up
+#                                  split  driver on CPU 0, server on CPU 1: they run side by side
+#                                  none   no pinning, the kernel places them
+#                      Whatever is chosen applies to both servers alike.
+#   DRIVER OPTIONS     passed to every run, e.g. --reps 3 --window 16 (see lockroom-bench-rpc)
 # environment:
 #   BUILD_DIR          build directory (default: build, configured with `cmake --preset default`)
 #   JOBS               parallel build jobs (default: 2)
 #   NODE               node binary (default: node)
 #   LOCKROOM           a lockroom binary to measure instead of BUILD_DIR's (e.g. a build of a branch)
+#   DRIVER             a lockroom-bench-rpc binary to use instead of BUILD_DIR's; with LOCKROOM
+#                      too, nothing is built
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,30 +34,48 @@ peer_dir=$root/bench/rpc_roundtrip/node-peer
 target_ratio=3
 
 driver_opts=()
-if [[ ${1:-} == --quick ]]; then
+pin_sequential=same
+pin_pipelined=same
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --quick) driver_opts+=(--reps 1 --sequential 2000 --pipelined 10000 --warmup 2000) ;;
+    --pin-sequential) pin_sequential=${2:?--pin-sequential needs same, split or none}; shift ;;
+    --pin-pipelined) pin_pipelined=${2:?--pin-pipelined needs same, split or none}; shift ;;
+    *) driver_opts+=("$1") ;;
+  esac
   shift
-  driver_opts=(--reps 1 --sequential 2000 --pipelined 10000 --warmup 2000)
+done
+for pin in "$pin_sequential" "$pin_pipelined"; do
+  case $pin in
+    same | none) ;;
+    split) if [[ $(nproc) -lt 2 ]]; then printf 'error: --pin... split needs 2 CPUs, this machine has %s\n' "$(nproc)" >&2; exit 2; fi ;;
+    *) printf 'error: CPU placement must be same, split or none, got "%s"\n' "$pin" >&2; exit 2 ;;
+  esac
+done
+if [[ $pin_sequential != none || $pin_pipelined != none ]] && ! command -v taskset >/dev/null; then
+  printf 'error: taskset (util-linux) is needed for CPU pinning; or pass --pin-sequential none --pin-pipelined none\n' >&2
+  exit 2
 fi
-driver_opts+=("$@")
 
 say() { printf '%s\n' "$*" >&2; }
 
 # --- build ---------------------------------------------------------------------------------------
-if [[ ! -f $build_dir/CMakeCache.txt ]]; then
-  if [[ $build_dir == "$root/build" ]]; then
-    (cd "$root" && cmake --preset default >&2)
-  else
-    cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
+targets=()
+[[ -z ${LOCKROOM:-} ]] && targets+=(lockroom)
+[[ -z ${DRIVER:-} ]] && targets+=(lockroom-bench-rpc)
+if [[ ${#targets[@]} -gt 0 ]]; then
+  if [[ ! -f $build_dir/CMakeCache.txt ]]; then
+    if [[ $build_dir == "$root/build" ]]; then
+      (cd "$root" && cmake --preset default >&2)
+    else
+      cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
+    fi
   fi
-fi
-if [[ -n ${LOCKROOM:-} ]]; then
-  cmake --build "$build_dir" --target lockroom-bench-rpc -j "$jobs" >&2
-else
-  cmake --build "$build_dir" --target lockroom lockroom-bench-rpc -j "$jobs" >&2
+  cmake --build "$build_dir" --target "${targets[@]}" -j "$jobs" >&2
 fi
 lockroom=${LOCKROOM:-$build_dir/bin/lockroom}
-driver=$build_dir/bin/lockroom-bench-rpc
-build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
+driver=${DRIVER:-$build_dir/bin/lockroom-bench-rpc}
+build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
 if [[ -n ${LOCKROOM:-} ]]; then
   build_type="binary given in LOCKROOM"
 else
@@ -74,22 +101,36 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 failed=0
+# run NAME MODE PIN SERVER-COMMAND...: one driver run of one mode (the other mode's count is 0).
 run() {
-  local name=$1
-  shift
-  say "== $name: $*"
-  if ! "$driver" --name "$name" "${driver_opts[@]}" -- "$@" >>"$results"; then
-    say "FAILED: the $name run did not complete"
+  local name=$1 mode=$2 pin=$3
+  shift 3
+  local driver_cmd=("$driver") server_prefix=()
+  case $pin in
+    same) driver_cmd=(taskset -c 0 "$driver") ;;  # the server inherits CPU 0
+    split) driver_cmd=(taskset -c 0 "$driver") server_prefix=(taskset -c 1) ;;
+  esac
+  local skip=(--pipelined 0)
+  [[ $mode == pipelined ]] && skip=(--sequential 0)
+  say "== $name, $mode, CPUs: $pin: $*"
+  if ! "${driver_cmd[@]}" --name "$name" "${driver_opts[@]}" "${skip[@]}" -- "${server_prefix[@]}" "$@" >>"$results"; then
+    say "FAILED: the $name $mode run did not complete"
     failed=1
   fi
 }
-run lockroom "$lockroom" serve --stdio
-run node "$node_bin" "$peer_dir/echo-server.js"
+for mode in sequential pipelined; do
+  pin=$pin_sequential
+  [[ $mode == pipelined ]] && pin=$pin_pipelined
+  run lockroom $mode "$pin" "$lockroom" serve --stdio
+  run node $mode "$pin" "$node_bin" "$peer_dir/echo-server.js"
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- table ---------------------------------------------------------------------------------------
 echo
 echo "lockroom/echo round trips over stdio, ~200-byte params; lockroom $("$lockroom" version 2>/dev/null | awk '{print $NF}') ($build_type) vs node $("$node_bin" --version) + vscode-jsonrpc $jsonrpc_version"
-echo "machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); load average before the runs: $load_before"
+echo "machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); load average before the runs: $load_before, after: $load_after"
+echo "CPU placement (both servers alike): sequential $pin_sequential, pipelined $pin_pipelined"
 echo
 awk -v target="$target_ratio" '
   function field(name,   i, kv) {

@@ -6,9 +6,12 @@
 //     measures a full wake-up of both processes per request, as an editor's one-at-a-time calls do.
 //   - pipelined: up to --window requests in flight; throughput-bound.
 // Every reply is checked (id known and not answered before, no error, result equal to the params
-// sent). Each mode has a warm-up, then --reps repetitions; it reports the median requests/s, and
-// for the sequential mode p50/p99 of all measured round trips. Finally `shutdown` + `exit`, and the
-// server must exit with code 0. Any failure exits non-zero with the reason on stderr.
+// sent); replies are collected while a repetition is timed and checked right after it, so the
+// driver's JSON parsing does not count against either server. Each mode has a warm-up, then
+// --reps repetitions; it reports the median requests/s, and for the sequential mode p50/p99 of
+// all measured round trips. Finally `shutdown` + `exit`, and the server must exit with code 0.
+// Any failure exits non-zero with the reason on stderr. CPU placement (taskset) is the caller's:
+// bench/run-rpc-roundtrip.sh.
 //
 // Output: human-readable lines on stderr; on stdout one `result` line per mode, as key=value
 // pairs, for bench/run-rpc-roundtrip.sh to tabulate.
@@ -25,15 +28,16 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "echo_client.h"
 #include "peer.h"
 
 namespace {
 
+using lockroom::bench::EchoClient;
+using lockroom::bench::json;
 using lockroom::bench::PeerError;
 using lockroom::bench::PeerProcess;
-using json = nlohmann::json;
+using lockroom::bench::ReplyLog;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -110,86 +114,6 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
-// The workload: what an editor sends when it asks a sandbox to run a command, give or take.
-// `n` makes every request's params distinct, so a reply cannot pass for another's.
-constexpr std::string_view kParamsPrefix =
-    R"({"sandboxId":"sbx-3f9c2a7e51d04b8c","argv":["git","status","--porcelain=v2","--branch"],)"
-    R"("cwd":"/workspace","env":{"GIT_PAGER":"cat","LANG":"C.UTF-8","TERM":"dumb"},"timeoutMs":30000,"n":)";
-
-class Client {
- public:
-  explicit Client(PeerProcess& peer) : peer_(peer), expected_(json::parse(std::string(kParamsPrefix) + "0}")) {}
-
-  // Queues `lockroom/echo` #id; returns the id.
-  std::int64_t queue_echo() {
-    std::int64_t id = next_id_++;
-    body_.assign(R"({"jsonrpc":"2.0","id":)");
-    body_ += std::to_string(id);
-    body_ += R"(,"method":"lockroom/echo","params":)";
-    body_ += kParamsPrefix;
-    body_ += std::to_string(id);
-    body_ += "}}";
-    peer_.queue(body_);
-    return id;
-  }
-
-  // Checks one reply to an echo with an id in [first, end) and returns its id.
-  std::int64_t check_echo(std::string_view text, std::int64_t first, std::int64_t end, std::vector<char>& answered) {
-    json reply = parse_reply(text);
-    std::int64_t id = reply_id(reply);
-    if (id < first || id >= end) throw PeerError("reply with id " + std::to_string(id) + " answers no request in flight");
-    if (answered[static_cast<std::size_t>(id - first)]) throw PeerError("second reply to request " + std::to_string(id));
-    answered[static_cast<std::size_t>(id - first)] = 1;
-    expected_["n"] = id;
-    auto result = reply.find("result");
-    if (result == reply.end() || *result != expected_)
-      throw PeerError("echo " + std::to_string(id) + " came back different: " + std::string(text.substr(0, 400)));
-    return id;
-  }
-
-  std::int64_t next_id() const { return next_id_; }
-
-  // Sends a request and waits for its reply; returns the result.
-  json call(const std::string& method, const json& params) {
-    std::int64_t id = next_id_++;
-    json request{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
-    if (!params.is_null()) request["params"] = params;
-    peer_.queue(request.dump());
-    peer_.flush();
-    json reply = parse_reply(peer_.wait_message());
-    if (reply_id(reply) != id) throw PeerError(method + ": reply has the wrong id: " + reply.dump());
-    if (!reply.contains("result")) throw PeerError(method + " failed: " + reply.dump());
-    return reply["result"];
-  }
-
-  void notify(const std::string& method, const json& params) {
-    json msg{{"jsonrpc", "2.0"}, {"method", method}};
-    if (!params.is_null()) msg["params"] = params;
-    peer_.queue(msg.dump());
-    peer_.flush();
-  }
-
- private:
-  static json parse_reply(std::string_view text) {
-    json reply = json::parse(text, nullptr, false);
-    if (reply.is_discarded() || !reply.is_object()) throw PeerError("unparseable reply: " + std::string(text.substr(0, 400)));
-    if (reply.contains("method")) throw PeerError("unexpected message from the server: " + std::string(text.substr(0, 400)));
-    if (reply.value("jsonrpc", "") != "2.0") throw PeerError("reply without \"jsonrpc\":\"2.0\": " + std::string(text.substr(0, 400)));
-    if (reply.contains("error")) throw PeerError("error reply: " + std::string(text.substr(0, 400)));
-    return reply;
-  }
-  static std::int64_t reply_id(const json& reply) {
-    auto id = reply.find("id");
-    if (id == reply.end() || !id->is_number_integer()) throw PeerError("reply without an integer id: " + reply.dump());
-    return id->get<std::int64_t>();
-  }
-
-  PeerProcess& peer_;
-  json expected_;
-  std::string body_;
-  std::int64_t next_id_ = 1;
-};
-
 // CPU seconds (user + system) used so far by a process, read from /proc; negative if unknown.
 double process_cpu_seconds(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -221,32 +145,33 @@ struct Rep {
 };
 
 // Window 1: send, wait, repeat. Appends each round trip's duration in microseconds to `latencies`.
-Rep run_sequential(PeerProcess& peer, Client& client, long n, std::vector<double>* latencies) {
+Rep run_sequential(PeerProcess& peer, EchoClient& client, ReplyLog& log, long n, std::vector<double>* latencies) {
   Rep rep;
-  std::vector<char> answered(1);
+  log.clear();
+  std::int64_t first = client.next_id();
   double server0 = process_cpu_seconds(peer.pid()), driver0 = self_cpu_seconds();
   auto start = Clock::now();
   for (long i = 0; i < n; ++i) {
-    std::int64_t id = client.queue_echo();
+    client.queue_echo();
     auto t0 = Clock::now();
     peer.flush();
     std::string_view reply = peer.wait_message();
     auto t1 = Clock::now();
-    answered[0] = 0;
-    client.check_echo(reply, id, id + 1, answered);
+    log.add(reply);
     if (latencies) latencies->push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
   rep.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   double server1 = process_cpu_seconds(peer.pid());
   if (server0 >= 0 && server1 >= 0) rep.server_cpu = server1 - server0;
   rep.driver_cpu = self_cpu_seconds() - driver0;
+  client.check_echoes(log, first, static_cast<std::size_t>(n), true);
   return rep;
 }
 
 // Up to `window` requests in flight; a new one goes out as each reply comes back.
-Rep run_pipelined(PeerProcess& peer, Client& client, long n, long window) {
+Rep run_pipelined(PeerProcess& peer, EchoClient& client, ReplyLog& log, long n, long window) {
   Rep rep;
-  std::vector<char> answered(static_cast<std::size_t>(n), 0);
+  log.clear();
   std::int64_t first = client.next_id();
   long sent = 0, received = 0;
   double server0 = process_cpu_seconds(peer.pid()), driver0 = self_cpu_seconds();
@@ -258,7 +183,8 @@ Rep run_pipelined(PeerProcess& peer, Client& client, long n, long window) {
     }
     peer.pump();
     for (std::string_view m = peer.take_message(); m.data() != nullptr; m = peer.take_message()) {
-      client.check_echo(m, first, first + n, answered);
+      if (received == n) throw PeerError("more replies than requests");
+      log.add(m);
       ++received;
     }
   }
@@ -266,6 +192,7 @@ Rep run_pipelined(PeerProcess& peer, Client& client, long n, long window) {
   double server1 = process_cpu_seconds(peer.pid());
   if (server0 >= 0 && server1 >= 0) rep.server_cpu = server1 - server0;
   rep.driver_cpu = self_cpu_seconds() - driver0;
+  client.check_echoes(log, first, static_cast<std::size_t>(n), false);
   return rep;
 }
 
@@ -315,7 +242,9 @@ void report(const Options& o, const std::string& mode, long n, const std::vector
 
 int run(const Options& o) {
   PeerProcess peer(o.command, std::chrono::milliseconds(o.timeout_ms));
-  Client client(peer);
+  EchoClient client(peer);
+  ReplyLog log;
+  log.reserve(static_cast<std::size_t>(std::max({o.sequential, o.pipelined, o.warmup})), 320);
   json init = client.call("initialize", json{{"processId", static_cast<long>(getpid())},
                                              {"clientInfo", {{"name", "lockroom-bench-rpc"}, {"version", "1"}}},
                                              {"rootUri", nullptr},
@@ -325,18 +254,18 @@ int run(const Options& o) {
 
   if (o.run_sequential) {
     std::string mode = "sequential";
-    if (o.warmup) run_sequential(peer, client, o.warmup, nullptr);
+    if (o.warmup) run_sequential(peer, client, log, o.warmup, nullptr);
     std::vector<Rep> reps;
     std::vector<double> latencies;
     latencies.reserve(static_cast<std::size_t>(o.sequential) * static_cast<std::size_t>(o.reps));
-    for (int r = 0; r < o.reps; ++r) reps.push_back(run_sequential(peer, client, o.sequential, &latencies));
+    for (int r = 0; r < o.reps; ++r) reps.push_back(run_sequential(peer, client, log, o.sequential, &latencies));
     report(o, mode, o.sequential, reps, &latencies);
   }
   if (o.run_pipelined) {
     std::string mode = "pipelined-" + std::to_string(o.window);
-    if (o.warmup) run_pipelined(peer, client, o.warmup, o.window);
+    if (o.warmup) run_pipelined(peer, client, log, o.warmup, o.window);
     std::vector<Rep> reps;
-    for (int r = 0; r < o.reps; ++r) reps.push_back(run_pipelined(peer, client, o.pipelined, o.window));
+    for (int r = 0; r < o.reps; ++r) reps.push_back(run_pipelined(peer, client, log, o.pipelined, o.window));
     report(o, mode, o.pipelined, reps, nullptr);
   }
 

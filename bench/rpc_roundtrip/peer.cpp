@@ -119,7 +119,17 @@ void PeerProcess::queue(std::string_view body) {
 }
 
 void PeerProcess::flush() {
-  while (has_queued()) pump();
+  // Write at once; wait (and read meanwhile, so neither side stalls) only when the pipe is full.
+  while (has_queued()) {
+    ssize_t w = write(to_child_, out_.data() + out_pos_, out_.size() - out_pos_);
+    if (w > 0) {
+      out_pos_ += static_cast<std::size_t>(w);
+      continue;
+    }
+    if (w < 0 && errno == EPIPE) fail_dead("the server closed its stdin");
+    if (w < 0 && errno != EAGAIN && errno != EINTR) throw PeerError(errno_text("writing to the server"));
+    if (w < 0 && errno == EAGAIN) pump();
+  }
 }
 
 std::string_view PeerProcess::take_message() {

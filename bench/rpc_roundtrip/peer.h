@@ -35,7 +35,7 @@ class PeerProcess {
   // Frames `body` with a Content-Length header and appends it to the outgoing buffer.
   void queue(std::string_view body);
   bool has_queued() const { return out_pos_ < out_.size(); }
-  // Writes everything queued, waiting for the pipe as needed.
+  // Writes everything queued: at once while the pipe takes it, waiting (and reading) when it is full.
   void flush();
 
   // The next complete message body, or an empty view when none is buffered. The view stays valid
