@@ -8,6 +8,7 @@
 
 #include "server/common/subprocess.h"
 #include "server/vm/image/guest_git.h"
+#include "server/vm/image/guest_tools.h"
 #include "server/vm/image/init_script.h"
 #include "server/vm/image/initramfs.h"
 #include "server/vm/image/kernel_extract.h"
@@ -103,6 +104,9 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
   auto git = find_guest_git();
   if (!git) return git.error();
   libs->insert(libs->end(), git->libs.begin(), git->libs.end());  // one copy of each (libc is shared)
+  GuestTools tools = find_guest_tools();  // optional: what the host lacks is left out and named
+  for (const auto& t : tools.found) libs->insert(libs->end(), t.libs.begin(), t.libs.end());
+  for (const auto& m : tools.missing) progress("the guest image will have no " + m.name + ": " + m.reason);
   std::sort(libs->begin(), libs->end());
   libs->erase(std::unique(libs->begin(), libs->end()), libs->end());
   auto applets = busybox_applets(*busybox);
@@ -124,6 +128,11 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
   if (auto ok = h.add_file("git", git->program); !ok) return ok.error();
   for (const auto& [guest, host] : git->templates)
     if (auto ok = h.add_file("git-template:" + guest, host); !ok) return ok.error();
+  for (const auto& t : tools.found) {
+    if (auto ok = h.add_file("tool:" + t.guest_path, t.program); !ok) return ok.error();
+    for (const auto& [path, target] : t.links) h.add("tool-link:" + path, target);
+  }
+  for (const auto& m : tools.missing) h.add("tool-missing", m.name);
   h.add("gitconfig", guest_gitconfig());
   h.add("hosts", kGuestHosts);
   h.add("init", init);
@@ -160,6 +169,7 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
   auto archive = plan_initramfs(inputs);
   fs::remove(stripped, ec);
   if (!archive) return archive.error();
+  if (auto ok = add_guest_tools(*archive, tools); !ok) return ok.error();
   std::string initrd = archive->bytes();
   if (auto ok = write_file(work->path() / "initrd", initrd); !ok) return ok.error();
 
@@ -178,6 +188,8 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
   m.busybox_sha256 = sha256_hex(*read_host_file(*busybox));
   m.git_path = git->program.string();
   m.git_sha256 = sha256_hex(*read_host_file(git->program));
+  for (const auto& t : tools.found) m.tools.push_back({t.name, t.program.string(), sha256_hex(*read_host_file(t.program))});
+  for (const auto& t : tools.missing) m.missing_tools.push_back({t.name, t.reason});
   m.created = utc_now();
   if (auto ok = write_file(work->path() / "manifest.json", manifest_to_json(m).dump(2) + "\n"); !ok) return ok.error();
 

@@ -2,7 +2,8 @@
 //
 // ensure_image() gathers the inputs (the kernel package from kernel_package.h, the module load
 // order from modules.dep, busybox, lockroom-agent and git (guest_git.h) with their shared
-// libraries, the guest's gitconfig, the /init script),
+// libraries, the guest's gitconfig, the /init script, and the optional tools of guest_tools.h —
+// curl, git's https helper — when the host has them; the manifest names those left out),
 // hashes all of them with the format version, and returns `<cache>/images/<hash>/` if it exists;
 // otherwise it builds the image aside and renames it into place. Steps slower than a moment are
 // reported through `progress`. Blocking (seconds on a cache hit for the apt look-up, a minute

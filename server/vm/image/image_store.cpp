@@ -13,6 +13,10 @@ namespace lockroom::vm::image {
 namespace fs = std::filesystem;
 
 nlohmann::json manifest_to_json(const ImageManifest& m) {
+  nlohmann::json tools = nlohmann::json::object();
+  for (const auto& t : m.tools) tools[t.name] = {{"path", t.path}, {"sha256", t.sha256}};
+  nlohmann::json missing = nlohmann::json::object();
+  for (const auto& t : m.missing_tools) missing[t.name] = t.reason;
   return nlohmann::json{
       {"hash", m.hash},
       {"formatVersion", m.format_version},
@@ -22,6 +26,8 @@ nlohmann::json manifest_to_json(const ImageManifest& m) {
       {"agent", {{"path", m.agent_path}, {"sha256", m.agent_sha256}, {"libraries", m.agent_libs}}},
       {"busybox", {{"sha256", m.busybox_sha256}}},
       {"git", {{"path", m.git_path}, {"sha256", m.git_sha256}}},
+      {"tools", tools},
+      {"missingTools", missing},
       {"created", m.created},
   };
 }
@@ -47,6 +53,11 @@ Result<ImageManifest> manifest_from_json(const nlohmann::json& j) {
       m.git_path = j.at("git").at("path").get<std::string>();
       m.git_sha256 = j.at("git").at("sha256").get<std::string>();
     }
+    if (j.contains("tools"))  // images made before optional tools were carried have neither field
+      for (const auto& [name, t] : j.at("tools").items())
+        m.tools.push_back({name, t.at("path").get<std::string>(), t.at("sha256").get<std::string>()});
+    if (j.contains("missingTools"))
+      for (const auto& [name, reason] : j.at("missingTools").items()) m.missing_tools.push_back({name, reason.get<std::string>()});
     m.created = j.at("created").get<std::string>();
     return m;
   } catch (const nlohmann::json::exception& e) {

@@ -19,6 +19,19 @@ namespace lockroom::vm::image {
 
 inline constexpr int kImageFormatVersion = 1;
 
+// An optional program of the image (guest_tools.h), or one left out because the host lacks it.
+struct ManifestTool {
+  std::string name;    // "curl"
+  std::string path;    // the host file copied in
+  std::string sha256;
+  friend bool operator==(const ManifestTool&, const ManifestTool&) = default;
+};
+struct ManifestMissingTool {
+  std::string name;
+  std::string reason;  // with the package to install
+  friend bool operator==(const ManifestMissingTool&, const ManifestMissingTool&) = default;
+};
+
 struct ImageManifest {
   std::string hash;
   int format_version = kImageFormatVersion;
@@ -31,9 +44,11 @@ struct ImageManifest {
   std::vector<std::string> modules;  // in load order
   std::string agent_path;
   std::string agent_sha256;
-  std::vector<std::string> agent_libs;  // the agent's and git's
+  std::vector<std::string> agent_libs;  // the agent's, git's and the tools'
   std::string git_path;         // the host git copied in (empty in images made before git was carried)
   std::string git_sha256;
+  std::vector<ManifestTool> tools;                  // optional programs carried (curl, git's https helper)
+  std::vector<ManifestMissingTool> missing_tools;   // optional programs left out, and why
   std::string busybox_sha256;
   std::string created;          // UTC, ISO 8601
 };
