@@ -1,6 +1,9 @@
-// `lockroom image build [--force] [--agent PATH]` and `lockroom image ls [--json]`: the default
-// guest image, built on first use and cached by content hash (server/vm/image/).
+// `lockroom image build [--force] [--agent PATH]`, `lockroom image ls [--json]` and
+// `lockroom image prune`: the default guest image, built on first use and cached by content hash
+// (server/vm/image/), and the templates restored instead of booting (server/vm/template_store.h).
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +12,7 @@
 #include "server/common/paths.h"
 #include "server/vm/image/image_builder.h"
 #include "server/vm/image/image_store.h"
+#include "server/vm/template_store.h"
 
 namespace lockroom::cli {
 
@@ -41,6 +45,39 @@ int run_build(bool force, const std::string& agent) {
   return 0;
 }
 
+// The templates kept in the cache (base ones per machine, workspace ones per folder).
+void print_templates(const std::filesystem::path& cache) {
+  auto dirs = vm::default_template_dirs(cache);
+  auto templates = vm::list_stored(dirs);
+  if (templates.empty()) return;
+  std::printf("\n  %-32s  %-9s  %-10s  %-19s  %s\n", "TEMPLATE", "KIND", "SIZE", "LAST USED", "WORKSPACE");
+  for (const auto& t : templates) {
+    char used[32] = "";
+    std::time_t when = std::chrono::system_clock::to_time_t(t.last_used);
+    std::strftime(used, sizeof used, "%Y-%m-%d %H:%M:%S", std::localtime(&when));
+    bool ws = t.stored.meta.kind == vm::TemplateKind::kWorkspace;
+    std::printf("  %-32s  %-9s  %-10s  %-19s  %s\n", t.stored.meta.key.c_str(), ws ? "workspace" : "base", mib(t.disk_bytes).c_str(), used,
+                ws ? t.stored.meta.workspace_path.c_str() : "");
+  }
+  std::printf("(`lockroom image prune` removes them; they are made again when needed)\n");
+}
+
+int run_prune() {
+  auto dirs = vm::default_template_dirs(default_paths().cache);
+  std::size_t count = 0;
+  std::uint64_t bytes = 0;
+  for (const auto& t : vm::list_stored(dirs)) {
+    vm::remove_stored(dirs, t.stored.meta.key);
+    ++count;
+    bytes += t.disk_bytes;
+  }
+  std::size_t stale = vm::sweep_stale(dirs);
+  std::cout << "removed " << count << " template" << (count == 1 ? "" : "s") << " (" << mib(bytes) << ")";
+  if (stale) std::cout << " and " << stale << " leftover file" << (stale == 1 ? "" : "s") << " of ended runs";
+  std::cout << "\n";
+  return 0;
+}
+
 int run_ls(bool json) {
   auto cache = default_paths().cache;
   auto images = img::list_images(cache);
@@ -68,13 +105,14 @@ int run_ls(bool json) {
                 m.kernel_release.c_str(), m.kernel_format.c_str(), mib(m.kernel_bytes).c_str(), mib(m.initrd_bytes).c_str(),
                 m.created.c_str());
   }
+  print_templates(cache);
   return 0;
 }
 
 }  // namespace
 
 void add_image_command(CLI::App& app, CommandContext& ctx) {
-  auto* cmd = app.add_subcommand("image", "build and list guest images");
+  auto* cmd = app.add_subcommand("image", "build and list guest images and templates");
   cmd->require_subcommand(1);
 
   auto* build = cmd->add_subcommand("build", "build the default guest image (downloads the kernel package on first use)");
@@ -88,6 +126,9 @@ void add_image_command(CLI::App& app, CommandContext& ctx) {
   auto json = std::make_shared<bool>(false);
   ls->add_flag("--json", *json, "machine-readable output");
   ls->callback([&ctx, json] { ctx.exit_code = run_ls(*json); });
+
+  auto* prune = cmd->add_subcommand("prune", "remove the templates kept in the cache (workspace templates hold copies of your code)");
+  prune->callback([&ctx] { ctx.exit_code = run_prune(); });
 }
 
 }  // namespace lockroom::cli

@@ -29,7 +29,6 @@ std::int64_t ms_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
 }
 
-std::string shape_key(const Resources& r) { return std::to_string(r.cpus) + "cpu-" + std::to_string(r.memory_mib) + "mib"; }
 
 // Builds (or finds) the guest image on libuv's thread pool; progress lines hop back to the loop.
 struct ImageJob {
@@ -100,6 +99,11 @@ std::int64_t unix_time_ns() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
+// Objects sent into a guest restored from a workspace template beyond which the template is
+// rebuilt (in the background) at the newer snapshot.
+constexpr std::uint64_t kRebuildWorkspaceObjects = 200;
+constexpr std::uint64_t kRebuildWorkspaceBytes = 4ull << 20;
+
 // Holds the agent link a readiness check made, until the sandbox adopts it.
 struct LinkSlot {
   std::unique_ptr<GuestLink> link;
@@ -107,8 +111,39 @@ struct LinkSlot {
 
 }  // namespace
 
+// One create's way to its guest: the templates chosen, and where the id goes.
+struct SandboxManager::Restoring {
+  Resources limits;
+  std::map<std::string, std::string> env;
+  std::optional<WorkspaceRequest> workspace;
+  CreateProgress progress;
+  std::shared_ptr<CreateTimings> timings;
+  Clock::time_point started;
+  BaseTemplate base;
+  std::shared_ptr<vm::VmTemplate> workspace_template;
+  TemplateSource source = TemplateSource::kMemory;
+  std::function<void(Result<std::string>)> done;
+};
+
+const char* template_source_name(TemplateSource source) {
+  switch (source) {
+    case TemplateSource::kMemory: return "memory";
+    case TemplateSource::kCache: return "cache";
+    case TemplateSource::kBooted: return "booted";
+    case TemplateSource::kWorkspace: return "workspace";
+  }
+  return "memory";
+}
+
 SandboxManager::SandboxManager(uv_loop_t* loop, ManagerConfig config, SandboxEvents& events)
-    : loop_(loop), config_(std::move(config)), events_(events) {}
+    : loop_(loop), config_(std::move(config)), events_(events) {
+  TemplatePoolConfig pool;
+  pool.dirs = config_.template_dirs.value_or(vm::default_template_dirs(config_.paths.cache));
+  pool.persistent = config_.persistent_templates;
+  pool.cache = config_.paths.cache;
+  pool.import_timeout = config_.boot_timeout;
+  templates_ = std::make_unique<TemplatePool>(loop_, std::move(pool));
+}
 
 SandboxManager::~SandboxManager() { *alive_ = false; }
 
@@ -145,36 +180,25 @@ vm::VmSpec SandboxManager::base_spec(const vm::image::GuestImage& image, const R
   return spec;
 }
 
-void SandboxManager::ensure_template(const Resources& limits, CreateProgress progress,
-                                     std::function<void(Result<std::shared_ptr<vm::VmTemplate>>)> done) {
-  std::string key = shape_key(limits);
-  if (auto it = templates_.find(key); it != templates_.end()) return done(it->second);
-  if (!template_waiters_[key].join(std::move(done))) return;
+void SandboxManager::ensure_template(const Resources& limits, CreateProgress progress, std::function<void(Result<BaseTemplate>)> done) {
   auto alive = alive_;
-  auto fail_all = [this, key](const Error& e) { template_waiters_[key].finish(e); };
-  ensure_image(progress, [this, alive, key, limits, progress, fail_all](Result<vm::image::GuestImage> image) {
+  ensure_image(progress, [this, alive, limits, progress, done](Result<vm::image::GuestImage> image) {
     if (!*alive) return;
-    if (!image) return fail_all(image.error());
-    if (progress) progress("Booting a template guest (first sandbox of this size)", 20);
+    if (!image) return done(image.error());
     vm::VmSpec spec = base_spec(*image, limits);
     // The template is ready when its agent answers hello; the link is then closed so the
     // snapshot holds an agent waiting for a new host.
     auto socket_deadline = config_.boot_timeout;
     spec.readiness = [socket_deadline](vm::Vm& vm, std::function<void(Result<void>)> ready) {
-      GuestLink::connect(vm.loop(), vm.paths().channel_socket, socket_deadline, nullptr,
-                         [ready](Result<std::unique_ptr<GuestLink>> link) {
-                           if (!link) return ready(link.error());
-                           close_and_release(std::move(*link), [ready] { ready({}); });
-                         });
+      connect_booting_guest(vm.loop(), vm.paths().channel_socket, std::chrono::steady_clock::now() + socket_deadline,
+                            [ready](Result<std::unique_ptr<GuestLink>> link) {
+                              if (!link) return ready(link.error());
+                              close_and_release(std::move(*link), [ready] { ready({}); });
+                            });
     };
-    vm::VmTemplate::create(loop_, spec, [this, alive, key](Result<std::shared_ptr<vm::VmTemplate>> tpl) {
-      if (!*alive) return;
-      if (tpl) {
-        spdlog::info("template {}: booted in {} ms, snapshot {} bytes", key, (*tpl)->boot_time().count(),
-                     (*tpl)->snapshot().state_bytes);
-        if (!shutting_down_) templates_[key] = *tpl;
-      }
-      template_waiters_[key].finish(tpl);
+    templates_->base(spec, image->manifest.hash, [progress, done](Result<BaseTemplate> base) {
+      if (base && base->booted && progress) progress("Booted a template guest (kept for later runs)", 50);
+      done(std::move(base));
     });
   });
 }
@@ -208,6 +232,7 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
     auto& id = *join_state->sandbox;
     if (!id) return done(id.error());
     CreateResult result{*id, config_.accel, limits, *timings, std::nullopt, std::nullopt};
+    if (auto use = template_use_.find(*id); use != template_use_.end()) result.template_source = use->second.source;
     std::unique_ptr<SandboxWorkspace> workspace;
     if (wants_workspace) {
       auto& ws = *join_state->workspace;
@@ -222,7 +247,7 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
 
   if (wants_workspace) {
     auto snapshot_started = Clock::now();
-    SandboxWorkspace::snapshot(loop_, config_.paths.cache, std::move(*request.workspace),
+    SandboxWorkspace::snapshot(loop_, config_.paths.cache, *request.workspace,
                                [alive, join_state, timings, snapshot_started, join](Result<std::unique_ptr<SandboxWorkspace>> ws) {
                                  if (!*alive) return;
                                  timings->snapshot_ms = ms_since(snapshot_started);
@@ -230,24 +255,72 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
                                  join();
                                });
   }
-  bool first_of_shape = templates_.count(shape_key(*limits)) == 0;
-  if (progress) progress(first_of_shape ? "Preparing the guest image" : "Restoring a guest", first_of_shape ? 0 : 50);
-  ensure_template(*limits, progress, [=, this, env = std::move(request.env)](Result<std::shared_ptr<vm::VmTemplate>> tpl) mutable {
+  if (progress) progress("Restoring a guest", 10);
+  auto restoring = std::make_shared<Restoring>();
+  restoring->limits = *limits;
+  restoring->env = std::move(request.env);
+  restoring->workspace = request.workspace;
+  restoring->progress = progress;
+  restoring->timings = timings;
+  restoring->started = started;
+  restoring->done = [alive, join_state, join](Result<std::string> id) {
     if (!*alive) return;
-    if (!tpl) {
-      join_state->sandbox = make_error(ErrorCode::kUnavailable, "cannot start a guest: " + tpl.error().message);
-      return join();
-    }
-    timings->template_ms = first_of_shape ? ms_since(started) : 0;
-    auto restore_started = Clock::now();
-    if (progress) progress("Restoring a guest from the template", 60);
-    restore(*tpl, *limits, std::move(env), [=, this](Result<std::string> id) {
+    join_state->sandbox = std::move(id);
+    join();
+  };
+  ensure_template(*limits, progress, [this, alive, restoring](Result<BaseTemplate> base) {
+    if (!*alive) return;
+    if (!base) return restoring->done(make_error(ErrorCode::kUnavailable, "cannot start a guest: " + base.error().message));
+    restoring->base = *base;
+    restoring->source = base->booted ? TemplateSource::kBooted : base->from_cache ? TemplateSource::kCache : TemplateSource::kMemory;
+    restoring->timings->template_ms = restoring->source == TemplateSource::kMemory ? 0 : ms_since(restoring->started);
+    if (!restoring->workspace) return restore_guest(restoring, false);
+    templates_->find_workspace(*base, *restoring->workspace, [this, alive, restoring](std::shared_ptr<vm::VmTemplate> ws_tpl) {
       if (!*alive) return;
-      if (id) timings->restore_ms = ms_since(restore_started);
-      if (id && wants_workspace && progress) progress("Copying the workspace into the sandbox", 80);
-      join_state->sandbox = std::move(id);
-      join();
+      if (ws_tpl) {
+        restoring->workspace_template = ws_tpl;
+        restoring->source = TemplateSource::kWorkspace;
+      }
+      restore_guest(restoring, false);
     });
+  });
+}
+
+// Restores the sandbox's guest from its template. A restore from a cached template that fails
+// drops that template and tries once more: from the base template (instead of a workspace's), or
+// from a freshly booted one.
+void SandboxManager::restore_guest(std::shared_ptr<Restoring> r, bool retried) {
+  auto tpl = r->workspace_template ? r->workspace_template : r->base.tpl;
+  auto restore_started = Clock::now();
+  auto alive = alive_;
+  if (r->progress) r->progress(r->workspace_template ? "Restoring a guest from the workspace's template" : "Restoring a guest from the template", 60);
+  restore(tpl, r->limits, r->env, [this, alive, r, tpl, retried, restore_started](Result<std::string> id) {
+    if (!*alive) return;
+    if (!id && !retried && tpl->stored() && !shutting_down_) {
+      spdlog::warn("restoring from the cached template {} failed ({}); trying a fresh one", tpl->meta().key, id.error().message);
+      return templates_->discard(tpl, [this, alive, r] {
+        if (!*alive) return;
+        if (r->workspace_template) {
+          r->workspace_template = nullptr;
+          r->source = TemplateSource::kMemory;
+          return restore_guest(r, true);
+        }
+        ensure_template(r->limits, r->progress, [this, alive, r](Result<BaseTemplate> base) {
+          if (!*alive) return;
+          if (!base) return r->done(make_error(ErrorCode::kUnavailable, "cannot start a guest: " + base.error().message));
+          r->base = *base;
+          r->source = base->booted ? TemplateSource::kBooted : base->from_cache ? TemplateSource::kCache : TemplateSource::kMemory;
+          r->timings->template_ms = ms_since(r->started);
+          restore_guest(r, true);
+        });
+      });
+    }
+    if (id) {
+      r->timings->restore_ms = ms_since(restore_started);
+      template_use_[*id] = TemplateUse{r->base, r->workspace_template, r->source};
+      if (r->workspace && r->progress) r->progress("Copying the workspace into the sandbox", 80);
+    }
+    r->done(std::move(id));
   });
 }
 
@@ -288,6 +361,11 @@ void SandboxManager::finish_create(const std::string& id, std::unique_ptr<Sandbo
 // The last step of a create: the workspace into the guest (if any), then the result.
 void SandboxManager::import_workspace(const std::string& id, std::unique_ptr<SandboxWorkspace> workspace, CreateResult result,
                                       Clock::time_point started_at, std::function<void(Result<CreateResult>)> done) {
+  TemplateUse use;
+  if (auto it = template_use_.find(id); it != template_use_.end()) {
+    use = std::move(it->second);
+    template_use_.erase(it);
+  }
   if (!workspace) {
     result.timings.total_ms = ms_since(started_at);
     return done(std::move(result));
@@ -296,12 +374,13 @@ void SandboxManager::import_workspace(const std::string& id, std::unique_ptr<San
   if (!sandbox) return done(sandbox.error());
   SandboxWorkspace* ws = workspace.get();
   auto snapshot = ws->base();
+  auto request = ws->request();
   (*sandbox)->attach_workspace(std::move(workspace));
   auto handle = (*sandbox)->workspace();
   if (!handle) return done(handle.error());
   auto alive = alive_;
   auto import_started = Clock::now();
-  ws->import(*handle->second, [this, alive, id, snapshot, import_started, started_at, result, done](Result<WorkspaceTransfer> t) mutable {
+  auto imported = [this, alive, id, snapshot, request, use, import_started, started_at, result, done](Result<WorkspaceTransfer> t) mutable {
     if (!*alive) return;
     if (!t) {
       destroy(id, [](Result<void>) {});
@@ -310,8 +389,15 @@ void SandboxManager::import_workspace(const std::string& id, std::unique_ptr<San
     result.timings.import_ms = ms_since(import_started);
     result.timings.total_ms = ms_since(started_at);
     result.workspace = WorkspaceSummary{snapshot, *t};
+    // The next sandbox on this workspace starts from its template: made now if there is none, or
+    // made again when this one had to receive much more than the template held.
+    bool stale = !use.workspace || t->objects > kRebuildWorkspaceObjects || t->pack_bytes > kRebuildWorkspaceBytes;
+    if (stale && use.base.tpl && !shutting_down_) templates_->build_workspace(use.base, request);
     done(std::move(result));
-  });
+  };
+  if (use.workspace)
+    return ws->import_over(*handle->second, use.workspace->meta().workspace_commit, use.workspace->meta().workspace_branch, imported);
+  ws->import(*handle->second, imported);
 }
 
 Result<SandboxNetwork*> SandboxManager::network(const std::string& sandbox_id) {
@@ -334,27 +420,25 @@ void SandboxManager::restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limi
   auto slot = std::make_shared<LinkSlot>();
   auto alive = alive_;
   auto restore_timeout = config_.restore_timeout;
-  int max_processes = limits.max_processes;
-  // After the restore: connect, then fresh time and entropy, then the process limit.
-  auto after_restore = [this, alive, slot, id, restore_timeout, max_processes](vm::Vm& vm, std::function<void(Result<void>)> ready) {
+  wire::LimitsParams guest_limits = limits_params(limits);
+  // After the restore: connect, then fresh time and entropy, then the limits the guest enforces.
+  auto after_restore = [this, alive, slot, id, restore_timeout, guest_limits](vm::Vm& vm, std::function<void(Result<void>)> ready) {
     auto on_failed = [this, alive, id](const Error& e) {
       if (!*alive) return;
       if (auto it = sandboxes_.find(id); it != sandboxes_.end())
         it->second->channel_failed("the guest channel failed: " + e.message);
     };
     GuestLink::connect(vm.loop(), vm.paths().channel_socket, restore_timeout, on_failed,
-                       [slot, ready, max_processes](Result<std::unique_ptr<GuestLink>> link) {
+                       [slot, ready, guest_limits](Result<std::unique_ptr<GuestLink>> link) {
                          if (!link) return ready(link.error());
                          slot->link = std::move(*link);
                          wire::ResumeParams resume;
                          resume.unix_time_ns = unix_time_ns();
                          resume.entropy = random_entropy(64);
-                         slot->link->agent().resume(resume, [slot, ready, max_processes](Result<wire::ResumeResult> r) {
+                         slot->link->agent().resume(resume, [slot, ready, guest_limits](Result<wire::ResumeResult> r) {
                            if (!r) return ready(make_error(r.error().code, "the restored guest refused fresh time and entropy: " + r.error().message));
                            if (!slot->link) return ready(make_error(ErrorCode::kUnavailable, "the guest link closed"));
-                           wire::LimitsParams lp;
-                           lp.max_processes = max_processes;
-                           slot->link->agent().set_limits(lp, [ready](Result<wire::LimitsResult> l) {
+                           slot->link->agent().set_limits(guest_limits, [ready](Result<wire::LimitsResult> l) {
                              if (!l) return ready(l.error());
                              ready({});
                            });
@@ -427,13 +511,11 @@ std::vector<SandboxSummary> SandboxManager::list() const {
 
 void SandboxManager::shutdown(std::function<void()> done) {
   shutting_down_ = true;
-  auto remaining = std::make_shared<std::size_t>(sandboxes_.size() + 1);
-  auto one_done = [this, remaining, done] {
-    if (--*remaining == 0) {
-      templates_.clear();
-      done();
-    }
+  auto remaining = std::make_shared<std::size_t>(sandboxes_.size() + 2);
+  auto one_done = [remaining, done] {
+    if (--*remaining == 0) done();
   };
+  templates_->shutdown(one_done);
   std::vector<Sandbox*> all;
   for (auto& [id, s] : sandboxes_) all.push_back(s.get());
   for (Sandbox* s : all) s->stop(StopReason::kServerShutdown, "the server is shutting down", one_done);
@@ -511,6 +593,7 @@ std::string SandboxManager::new_sandbox_id() {
 void SandboxManager::forget(const std::string& sandbox_id) {
   auto it = sandboxes_.find(sandbox_id);
   if (it == sandboxes_.end()) return;
+  template_use_.erase(sandbox_id);
   if (tombstones_.size() >= kMaxTombstones) tombstones_.erase(tombstones_.begin());
   tombstones_[sandbox_id] = {it->second->state(), it->second->reason()};
   sandboxes_.erase(it);

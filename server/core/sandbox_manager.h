@@ -1,11 +1,15 @@
 // SandboxManager: creates sandboxes fast, routes process operations, and ends them all.
 //
 // The first create for a resource shape builds the default guest image if needed (on a worker
-// thread, with progress), boots a template guest for that shape, and snapshots it; every create
-// restores a fresh VM from the template (copy-on-write RAM), connects to its agent, gives it the
-// wall-clock time and fresh entropy, and sets its process limit. Templates are never used as
-// sandboxes and restored sandboxes are never reused. Process ids are global ("p-7") and map to
-// their sandbox. Loop thread only.
+// thread, with progress) and gets the template for that machine from the TemplatePool (found in
+// lockroom's cache from an earlier run, or booted and snapshotted); every create restores a
+// fresh VM from it (copy-on-write RAM), connects to its agent, gives it the wall-clock time and
+// fresh entropy, and sets its process limit. A create with a workspace restores from that
+// workspace's template when there is one and sends only what changed since; after an import the
+// pool (re)builds that template in the background. A restore that fails from a cached template
+// drops it and tries once more from a fresh one. Templates are never used as sandboxes and
+// restored sandboxes are never reused. Process ids are global ("p-7") and map to their sandbox.
+// Loop thread only.
 #pragma once
 
 #include <chrono>
@@ -24,6 +28,7 @@
 #include "server/core/sandbox_events.h"
 #include "server/core/sandbox_network.h"
 #include "server/core/sandbox_workspace.h"
+#include "server/core/template_pool.h"
 #include "server/core/wait_list.h"
 #include "server/vm/accel.h"
 #include "server/vm/image/image_store.h"
@@ -37,6 +42,9 @@ struct ManagerConfig {
   std::filesystem::path agent;  // lockroom-agent on the host, packed into the image
   std::chrono::milliseconds boot_timeout{180000};
   std::chrono::milliseconds restore_timeout{30000};
+  // Templates kept in the cache for later runs (vm/template_store.h); default dirs when unset.
+  bool persistent_templates = true;
+  std::optional<vm::TemplateDirs> template_dirs;
 };
 
 struct CreateRequest {
@@ -48,7 +56,7 @@ struct CreateRequest {
 
 struct CreateTimings {
   std::int64_t total_ms = 0;
-  std::int64_t template_ms = 0;  // first create per shape: image (built or found) + template boot + snapshot
+  std::int64_t template_ms = 0;  // image (built or found) + template (found in the cache, or booted and snapshotted)
   std::int64_t restore_ms = 0;   // QEMU start to agent ready
   std::int64_t snapshot_ms = 0;  // the workspace snapshot (runs while the guest starts)
   std::int64_t import_ms = 0;    // the workspace into the guest (pack, send, checkout)
@@ -60,6 +68,15 @@ struct WorkspaceSummary {
   WorkspaceTransfer transfer;
 };
 
+// Where a create's guest came from.
+enum class TemplateSource {
+  kMemory,     // a template this process already had
+  kCache,      // a template an earlier process stored
+  kBooted,     // a template booted for this create
+  kWorkspace,  // this workspace's template (only the changes since were sent)
+};
+const char* template_source_name(TemplateSource source);
+
 struct CreateResult {
   std::string sandbox_id;
   vm::Accel accel;
@@ -67,6 +84,7 @@ struct CreateResult {
   CreateTimings timings;
   std::optional<WorkspaceSummary> workspace;
   std::optional<std::filesystem::path> audit_log;  // with networking: the sandbox's egress audit log
+  TemplateSource template_source = TemplateSource::kMemory;
 };
 
 struct SandboxSummary {
@@ -102,9 +120,11 @@ class SandboxManager : private SandboxEvents {
   void resize(const std::string& process_id, int cols, int rows, std::function<void(Result<void>)> done);
   void signal(const std::string& process_id, int signal, std::function<void(Result<void>)> done);
 
-  // Ends every sandbox (reason serverShutdown) and drops the templates; `done` runs after.
+  // Ends every sandbox (reason serverShutdown), stops a background template build and drops the
+  // templates; `done` runs after.
   void shutdown(std::function<void()> done);
   vm::Accel accel() const { return config_.accel; }
+  TemplatePool& templates() { return *templates_; }
 
  private:
   // SandboxEvents, forwarded to the caller's, keeping the process map current.
@@ -114,13 +134,23 @@ class SandboxManager : private SandboxEvents {
   void process_exited(const std::string& process_id, const ProcessExit& exit) override;
 
   void ensure_image(CreateProgress progress, std::function<void(Result<vm::image::GuestImage>)> done);
-  void ensure_template(const Resources& limits, CreateProgress progress,
-                       std::function<void(Result<std::shared_ptr<vm::VmTemplate>>)> done);
+  void ensure_template(const Resources& limits, CreateProgress progress, std::function<void(Result<BaseTemplate>)> done);
+  struct Restoring;
+  void restore_guest(std::shared_ptr<Restoring> r, bool retried);
+  void build_workspace_template(const BaseTemplate& base, const WorkspaceRequest& request, const WorkspaceTransfer& transfer,
+                                bool from_template);
   void finish_create(const std::string& id, std::unique_ptr<SandboxWorkspace> workspace, std::optional<NetworkRequest> network,
                      CreateResult result, std::chrono::steady_clock::time_point started,
                      std::function<void(Result<CreateResult>)> done);
   void import_workspace(const std::string& id, std::unique_ptr<SandboxWorkspace> workspace, CreateResult result,
                         std::chrono::steady_clock::time_point started, std::function<void(Result<CreateResult>)> done);
+  // The workspace template the sandbox was restored from, and the base, by sandbox id (until its import).
+  struct TemplateUse {
+    BaseTemplate base;
+    std::shared_ptr<vm::VmTemplate> workspace;
+    TemplateSource source = TemplateSource::kMemory;
+  };
+  std::map<std::string, TemplateUse> template_use_;
   void restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limits, std::map<std::string, std::string> env,
                std::function<void(Result<std::string>)> done);
   vm::VmSpec base_spec(const vm::image::GuestImage& image, const Resources& limits) const;
@@ -135,8 +165,7 @@ class SandboxManager : private SandboxEvents {
   SandboxEvents& events_;
   std::optional<vm::image::GuestImage> image_;
   WaitList<vm::image::GuestImage> image_waiters_;
-  std::map<std::string, std::shared_ptr<vm::VmTemplate>> templates_;  // by shape key
-  std::map<std::string, WaitList<std::shared_ptr<vm::VmTemplate>>> template_waiters_;
+  std::unique_ptr<TemplatePool> templates_;
   std::map<std::string, std::unique_ptr<Sandbox>> sandboxes_;
   std::map<std::string, std::pair<SandboxState, StopReason>> tombstones_;
   std::map<std::string, std::string> process_owner_;  // process id -> sandbox id

@@ -158,6 +158,32 @@ void SandboxWorkspace::import(channel::AgentClient& agent, Done<WorkspaceTransfe
   });
 }
 
+void SandboxWorkspace::import_over(channel::AgentClient& agent, std::string commit, std::string branch, Done<WorkspaceTransfer> done) {
+  enqueue([this, &agent, commit, branch, done](std::function<void()> finished) {
+    auto reply = once_or_abandoned<WorkspaceTransfer>(abandon_, done, finished);
+    git_repository* store = store_.get();
+    auto alive = alive_;
+    // Everything reachable from the template's commit is in the guest already. A store that
+    // lost that commit sends everything: the guest still has the commit to move from.
+    run_blocking<snap::OidSet>(
+        loop_,
+        [store, commit]() -> Result<snap::OidSet> {
+          auto oid = parse_oid(commit, "workspace template's commit");
+          if (!oid) return oid.error();
+          auto all = snap::objects_to_send(store, *oid, {});
+          if (!all) return all.error();
+          return snap::OidSet(all->begin(), all->end());
+        },
+        [this, alive, &agent, commit, branch, reply](Result<snap::OidSet> has) {
+          if (!*alive) return;
+          if (has) guest_has_ = std::move(*has);
+          else spdlog::warn("the workspace store lacks the template's commit {} ({}); sending everything", commit, has.error().message);
+          bool same_branch = base_.branch.value_or(wire::kDefaultBranch) == branch;
+          send_snapshot(agent, base_, same_branch ? std::optional<std::string>(commit) : std::nullopt, reply);
+        });
+  });
+}
+
 void SandboxWorkspace::send_snapshot(channel::AgentClient& agent, const snap::SnapshotResult& snapshot,
                                      std::optional<std::string> base_commit, Done<WorkspaceTransfer> done) {
   auto ids = ids_of(snapshot);

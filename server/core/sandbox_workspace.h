@@ -76,10 +76,16 @@ class SandboxWorkspace {
   // The snapshot the guest's workspace is based on (after sync(): the latest).
   const workspace::snapshot::SnapshotResult& base() const { return base_; }
   const std::string& host_path() const { return request_.path; }
+  // What it was made from (the path resolved to the real one).
+  const WorkspaceRequest& request() const { return request_; }
   static constexpr const char* kGuestPath = "/workspace";
 
   // Brings the base into the guest at /workspace (only the objects it lacks).
   void import(channel::AgentClient& agent, Done<WorkspaceTransfer> done);
+  // The same for a guest restored from a workspace template whose /workspace holds the clean
+  // checkout of `commit` on `branch` (and every object of it): only what changed since is sent,
+  // and the checkout moves from there (a branch switch when the branch differs).
+  void import_over(channel::AgentClient& agent, std::string commit, std::string branch, Done<WorkspaceTransfer> done);
   // A fresh view of the guest's changes (also while its processes run).
   void refresh(channel::AgentClient& agent, Done<ChangeSet> done);
   // The last view refresh() made, if any: what the user reviewed, and what apply acts on.
