@@ -70,9 +70,14 @@ review::Selection to_selection(const std::optional<std::vector<protocol::FileSel
   return review::Selection::only(std::move(files));
 }
 
-// The sandbox's workspace, or the error reply already sent.
+// The sandbox's workspace, or the error reply already sent. `only` limits which sandbox may be named.
 std::optional<std::pair<core::SandboxWorkspace*, channel::AgentClient*>> workspace_or_reply(core::SandboxManager& m,
-                                                                                         const std::string& id, Reply& reply) {
+                                                                                         const std::string& id, Reply& reply,
+                                                                                         const std::optional<std::string>& only = std::nullopt) {
+  if (only && id != *only) {
+    reply.error(to_rpc_error(make_error(ErrorCode::kNotFound, "no sandbox '" + id + "' here: this control socket serves sandbox " + *only + " only")));
+    return std::nullopt;
+  }
   auto ws = m.workspace(id);
   if (!ws) {
     reply.error(to_rpc_error(ws.error()));
@@ -106,15 +111,14 @@ json workspace_summary_json(const core::WorkspaceSummary& s) {
               {"transfer", {{"objects", s.transfer.objects}, {"packBytes", s.transfer.pack_bytes}}}};
 }
 
-void bind_workspace_methods(rpc::Connection& connection, core::SandboxManager& manager) {
-  rpc::Dispatcher& d = connection.dispatcher();
+void bind_changes_methods(rpc::Dispatcher& d, core::SandboxManager& manager, std::optional<std::string> only) {
   core::SandboxManager* m = &manager;
 
-  d.on_request("changes/list", [m](const json& params, Reply reply) {
+  d.on_request("changes/list", [m, only](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_changes_diff(reader);
     if (!reader.ok()) return reply.error(reader.error());
-    auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
+    auto ws = workspace_or_reply(*m, p.sandbox_id, reply, only);
     if (!ws) return;
     ws->first->refresh(*ws->second, [reply](Result<core::ChangeSet> set) {
       if (!set) return reply.error(to_rpc_error(set.error()));
@@ -122,11 +126,11 @@ void bind_workspace_methods(rpc::Connection& connection, core::SandboxManager& m
     });
   });
 
-  d.on_request("changes/diff", [m](const json& params, Reply reply) {
+  d.on_request("changes/diff", [m, only](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_changes_diff(reader);
     if (!reader.ok()) return reply.error(reader.error());
-    auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
+    auto ws = workspace_or_reply(*m, p.sandbox_id, reply, only);
     if (!ws) return;
     auto answer = [reply, path = p.path](Result<core::ChangeSet> set) {
       if (!set) return reply.error(to_rpc_error(set.error()));
@@ -146,11 +150,11 @@ void bind_workspace_methods(rpc::Connection& connection, core::SandboxManager& m
     ws->first->refresh(*ws->second, answer);
   });
 
-  d.on_request("changes/content", [m](const json& params, Reply reply) {
+  d.on_request("changes/content", [m, only](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_changes_content(reader);
     if (!reader.ok()) return reply.error(reader.error());
-    auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
+    auto ws = workspace_or_reply(*m, p.sandbox_id, reply, only);
     if (!ws) return;
     auto answer = [reply, p](Result<core::ChangeSet> set) {
       if (!set) return reply.error(to_rpc_error(set.error()));
@@ -164,11 +168,11 @@ void bind_workspace_methods(rpc::Connection& connection, core::SandboxManager& m
     ws->first->refresh(*ws->second, answer);
   });
 
-  d.on_request("changes/apply", [m](const json& params, Reply reply) {
+  d.on_request("changes/apply", [m, only](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_changes_apply(reader);
     if (!reader.ok()) return reply.error(reader.error());
-    auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
+    auto ws = workspace_or_reply(*m, p.sandbox_id, reply, only);
     if (!ws) return;
     if (p.branch_mode) {
       ws->first->apply_branch(*ws->second, to_selection(p.select), core::BranchApply{p.branch, p.force},
@@ -201,17 +205,24 @@ void bind_workspace_methods(rpc::Connection& connection, core::SandboxManager& m
     });
   });
 
-  d.on_request("changes/discard", [m](const json& params, Reply reply) {
+  d.on_request("changes/discard", [m, only](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_changes_discard(reader);
     if (!reader.ok()) return reply.error(reader.error());
-    auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
+    auto ws = workspace_or_reply(*m, p.sandbox_id, reply, only);
     if (!ws) return;
     ws->first->discard(*ws->second, p.paths, [reply](Result<std::size_t> r) {
       if (!r) return reply.error(to_rpc_error(r.error()));
       reply.result(json{{"discarded", *r}});
     });
   });
+
+}
+
+void bind_workspace_methods(rpc::Connection& connection, core::SandboxManager& manager) {
+  rpc::Dispatcher& d = connection.dispatcher();
+  core::SandboxManager* m = &manager;
+  bind_changes_methods(d, manager);
 
   d.on_request("workspace/sync", [m](const json& params, Reply reply) {
     ParamReader reader(params);

@@ -7,6 +7,8 @@
 //   lockroom doctor  [--json]   what this machine can do
 //   lockroom run -- CMD ARGS…   CMD in a fresh sandbox
 //   lockroom image build|ls     the default guest image
+//   lockroom diff ID [--stat]   the changes of a sandbox another lockroom runs
+//   lockroom apply ID           …applied to the workspace (or --branch NAME, or --discard)
 //   lockroom kit ls|validate|show  kits: what a sandbox can be given
 #include <algorithm>
 #include <iostream>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "server/cli/command.h"
+#include "server/cli/diff_apply_command.h"
 
 #ifndef LOCKROOM_VERSION
 #define LOCKROOM_VERSION "0.0.0"
@@ -55,6 +58,8 @@ int main(int argc, char** argv) {
   add_run_command(app, ctx);
   add_ps_command(app, ctx);
   add_kill_command(app, ctx);
+  add_diff_command(app, ctx);
+  add_apply_command(app, ctx);
   add_kit_command(app, ctx);
 
   std::vector<std::string> args = normalise_args(app, argc, argv);

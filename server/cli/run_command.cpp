@@ -14,6 +14,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/api/control_endpoints.h"
 #include "server/cli/command.h"
 #include "server/cli/run_network.h"
 #include "server/cli/run_review.h"
@@ -74,7 +75,12 @@ void write_all(int fd, std::string_view bytes) {
 
 class RunSession final : public core::SandboxEvents {
  public:
-  RunSession(uv_loop_t* loop, RunOptions options) : loop_(loop), options_(std::move(options)), manager_(loop, sandbox_config(), *this) {}
+  RunSession(uv_loop_t* loop, RunOptions options) : RunSession(loop, std::move(options), sandbox_config()) {}
+  // The sandbox also serves `lockroom diff` / `lockroom apply` from other processes while it runs.
+  RunSession(uv_loop_t* loop, RunOptions options, core::ManagerConfig config)
+      : loop_(loop), options_(std::move(options)), control_(loop, config.paths.state, *this), manager_(loop, config, control_) {
+    control_.attach(manager_);
+  }
 
   int run() {
     interactive_ = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
@@ -216,6 +222,7 @@ class RunSession final : public core::SandboxEvents {
 
   uv_loop_t* loop_;
   RunOptions options_;
+  api::ControlEndpoints control_;  // before manager_: the manager reports through it
   core::SandboxManager manager_;
   bool interactive_ = false;
   bool exited_ = false;

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <uv.h>
 
+#include "server/api/control_endpoints.h"
 #include "server/api/sandbox_methods.h"
 #include "server/api/network_methods.h"
 #include "server/api/workspace_methods.h"
@@ -62,7 +63,11 @@ int run_serve(const ServeOptions& options, const std::string& version) {
     bool finishing = false;
 
     api::SandboxMethods events(connection);
-    core::SandboxManager manager(&loop, sandbox_config(), events);
+    core::ManagerConfig config = sandbox_config();
+    // Each sandbox also serves `lockroom diff` / `lockroom apply` from other processes.
+    api::ControlEndpoints control(&loop, config.paths.state, events);
+    core::SandboxManager manager(&loop, config, control);
+    control.attach(manager);
     auto finish = [&](int code) {
       if (finishing) return;
       finishing = true;

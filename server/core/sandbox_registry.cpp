@@ -66,6 +66,7 @@ std::string record_to_json(const SandboxRecord& r) {
               {"diskMiB", r.limits.disk_mib},
               {"timeoutSeconds", r.limits.lifetime_seconds},
               {"maxProcesses", r.limits.max_processes}}}};
+  if (!r.control_socket.empty()) j["controlSocket"] = r.control_socket.string();
   return j.dump() + "\n";
 }
 
@@ -79,6 +80,7 @@ std::optional<SandboxRecord> record_from_json(const std::string& text) {
     r.qemu_pid = j.at("qemuPid").get<int>();
     r.created_unix_ms = j.at("createdUnixMs").get<std::int64_t>();
     r.accel = j.value("accel", "");
+    r.control_socket = j.value("controlSocket", "");
     if (auto l = j.find("limits"); l != j.end() && l->is_object()) {
       r.limits.cpus = l->value("cpus", r.limits.cpus);
       r.limits.memory_mib = l->value("memoryMiB", r.limits.memory_mib);
@@ -110,6 +112,13 @@ std::vector<SandboxRecord> read_sandbox_records(const fs::path& state_root) {
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.created_unix_ms < b.created_unix_ms; });
   return out;
+}
+
+Result<SandboxRecord> find_own_record(const fs::path& state_root, const std::string& id, int owner_pid) {
+  for (auto& r : read_sandbox_records(state_root))
+    if (r.id == id && r.owner_pid == owner_pid) return std::move(r);
+  return make_error(ErrorCode::kNotFound, "sandbox " + id + " has no record of process " + std::to_string(owner_pid) + " under " +
+                                              vm::vm_state_root(state_root).string());
 }
 
 Result<SandboxRecord> find_sandbox_record(const std::vector<SandboxRecord>& records, const std::string& id) {

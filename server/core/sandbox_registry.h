@@ -6,8 +6,10 @@
 // `lockroom ps` lists the records whose owner still runs; `lockroom kill ID` leaves a
 // kill-request marker in that dir (vm::kill_request_path) and kills the QEMU whose command line
 // points into it (and nothing else); the owner, seeing its VM exit, reports the sandbox `killed`. The dir, and
-// with it the record, goes when the sandbox ends. Parsing and selection are pure; the rest is
-// plain file and /proc access (CLI thread or loop thread; files are tiny).
+// with it the record, goes when the sandbox ends. Once the owner serves the sandbox's control
+// socket (server/api/control_socket.h; `lockroom diff` / `lockroom apply`), the record names it.
+// Parsing and selection are pure; the rest is plain file and /proc access (CLI thread or loop
+// thread; files are tiny).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +30,8 @@ struct SandboxRecord {
   std::int64_t created_unix_ms = 0;
   std::string accel;
   Resources limits;
-  std::filesystem::path state_dir;  // filled in when read, not stored
+  std::filesystem::path control_socket;  // the owner's control socket for this sandbox; empty: none
+  std::filesystem::path state_dir;       // filled in when read, not stored
 };
 
 std::string record_to_json(const SandboxRecord& record);
@@ -40,6 +43,9 @@ Result<void> write_sandbox_record(const SandboxRecord& record);
 
 // Every readable record under `<state_root>/vms`, sorted by creation time.
 std::vector<SandboxRecord> read_sandbox_records(const std::filesystem::path& state_root);
+
+// The record of sandbox `id` owned by process `owner_pid` (this process, for an owner).
+Result<SandboxRecord> find_own_record(const std::filesystem::path& state_root, const std::string& id, int owner_pid);
 
 // The record whose id is `id`, or whose id starts with `id` when that prefix is unambiguous.
 Result<SandboxRecord> find_sandbox_record(const std::vector<SandboxRecord>& records, const std::string& id);
