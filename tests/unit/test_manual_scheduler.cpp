@@ -27,7 +27,7 @@ TEST_CASE("manual scheduler: advance fires due timers in order of due time, then
   CHECK(s.fired() == 4);
 }
 
-TEST_CASE("manual scheduler: cancelled timers never fire; cancelling twice or late is harmless", "[fakes]") {
+TEST_CASE("manual scheduler: cancelled timers never fire, and cancelling twice or late is harmless", "[fakes]") {
   ManualScheduler s;
   int fired = 0;
   auto a = s.start_timer(ms(5), [&] { ++fired; });

@@ -81,7 +81,7 @@ TEST_CASE("progress: begin, report and end go out under the client's token", "[p
                });
 }
 
-TEST_CASE("progress: an integer token works; a progress begun and never ended is ended when destroyed", "[progress]") {
+TEST_CASE("progress: an integer token works, and a progress begun and never ended is ended when destroyed", "[progress]") {
   auto got = editor_receives([](Connection& c) {
     WorkDoneProgress p(c, json{{"workDoneToken", 42}});
     p.report("before begin");  // ignored

@@ -57,7 +57,7 @@ TEST_CASE("argv: a confined microvm with console, channel and QMP in the state d
   }
 }
 
-TEST_CASE("argv: TCG is multi-threaded with more than one vCPU; KVM uses the host CPU", "[vm][argv]") {
+TEST_CASE("argv: TCG is multi-threaded with more than one vCPU, and KVM uses the host CPU", "[vm][argv]") {
   auto c = base();
   c.vcpus = 2;
   c.memory_mib = 512;
@@ -71,7 +71,7 @@ TEST_CASE("argv: TCG is multi-threaded with more than one vCPU; KVM uses the hos
   CHECK(after(a, "-cpu") == "host");
 }
 
-TEST_CASE("argv: a template shares its RAM file; a restore maps it privately and waits", "[vm][argv]") {
+TEST_CASE("argv: a template shares its RAM file, and a restore maps it privately and waits", "[vm][argv]") {
   auto c = base();
   c.ram = RamMode::kTemplate;
   c.ram_file = "/dev/shm/lockroom-t,1";

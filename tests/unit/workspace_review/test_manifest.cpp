@@ -47,7 +47,7 @@ TEST_CASE("a valid manifest is accepted, sorted by path, with parsed ids", "[man
   CHECK(m->total_bytes == 24);
 }
 
-TEST_CASE("hostile entries are refused one by one with a reason; the rest is kept", "[manifest]") {
+TEST_CASE("hostile entries are refused one by one with a reason, and the rest is kept", "[manifest]") {
   std::vector<ManifestEntry> entries = {
       good("ok.txt"),
       good("../x"),
@@ -186,4 +186,13 @@ TEST_CASE("bench: parse and validate a 200,000-entry manifest", "[.bench][manife
   REQUIRE(m.ok());
   CHECK(m->files.size() == 200'000);
   std::printf("manifest of 200000 entries (%zu bytes of JSON): parsed and validated in %.0f ms\n", json.size(), elapsed);
+}
+
+TEST_CASE("an entry with an empty path is refused under its number, not an empty name", "[manifest]") {
+  auto m = validate_manifest({good("a.txt"), good(""), good("b.txt")});
+  REQUIRE(m);
+  CHECK(m->files.size() == 2);
+  REQUIRE(m->refused.size() == 1);
+  CHECK(m->refused[0].path == "entry #1");
+  CHECK_THAT(m->refused[0].reason, Catch::Contains("empty"));
 }
