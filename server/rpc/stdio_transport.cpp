@@ -56,6 +56,7 @@ Result<uv_stream_t*> open_stream(uv_loop_t* loop, int fd, bool readable, void* o
 StdioTransport::StdioTransport(uv_loop_t* loop, int in_fd, int out_fd) : loop_(loop), in_fd_(in_fd), out_fd_(out_fd) {}
 
 StdioTransport::~StdioTransport() {
+  if (destroyed_flag_) *destroyed_flag_ = true;
   // Outstanding requests complete after us; make them find no owner.
   if (file_read_) file_read_->data = nullptr;
   if (write_req_) static_cast<WriteReq*>(write_req_)->owner = nullptr;
@@ -86,17 +87,22 @@ Result<void> StdioTransport::start(Callbacks callbacks) {
 }
 
 void StdioTransport::on_alloc(uv_handle_t* handle, std::size_t, uv_buf_t* buf) {
-  // One buffer per read; on_read frees it. The transport copies what it keeps.
-  buf->base = new char[kReadChunk];
-  buf->len = kReadChunk;
+  // libuv reads into the buffer and hands it to on_read before it asks again, so one buffer
+  // serves every read; on_data copies what it keeps.
+  auto* self = static_cast<StdioTransport*>(handle->data);
+  if (!self) {
+    *buf = uv_buf_init(nullptr, 0);  // libuv reports UV_ENOBUFS
+    return;
+  }
+  if (!self->read_buffer_) self->read_buffer_ = std::make_unique<char[]>(kReadChunk);
+  *buf = uv_buf_init(self->read_buffer_.get(), kReadChunk);
 }
 
 void StdioTransport::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
   auto* self = static_cast<StdioTransport*>(stream->data);
-  std::unique_ptr<char[]> owned(buf->base);
   if (!self || nread == 0) return;
   if (nread > 0) {
-    if (self->reading_) self->callbacks_.on_data(std::string_view(buf->base, static_cast<std::size_t>(nread)));
+    if (self->reading_) self->deliver(std::string_view(buf->base, static_cast<std::size_t>(nread)));
     return;
   }
   self->stop_reading();
@@ -128,7 +134,7 @@ void StdioTransport::read_file() {
     if (!self->reading_) return;
     if (n > 0) {
       self->file_offset_ += n;
-      self->callbacks_.on_data(std::string_view(read->buf, static_cast<std::size_t>(n)));
+      if (!self->deliver(std::string_view(read->buf, static_cast<std::size_t>(n)))) return;
       if (self->reading_) self->read_file();
     } else if (n == 0) {
       self->reading_ = false;
@@ -138,6 +144,24 @@ void StdioTransport::read_file() {
       self->fail(uv_problem("reading stdin failed", static_cast<int>(n)));
     }
   });
+}
+
+// Hands a read to on_data and sends what it wrote in reply at once: one write per read, and no
+// extra turn of the loop between a request and its answer. Returns false when on_data destroyed
+// the transport (its owner may close and delete it from there); `this` is then gone.
+bool StdioTransport::deliver(std::string_view bytes) {
+  bool destroyed = false;
+  destroyed_flag_ = &destroyed;
+  delivering_ = true;
+  callbacks_.on_data(bytes);
+  if (destroyed) return false;
+  destroyed_flag_ = nullptr;
+  delivering_ = false;
+  // Nothing to send, a write still running (its completion sends the rest), or already closed.
+  if (outbuf_.empty() || failed_ || write_in_flight_ || !flush_idle_) return true;
+  uv_idle_stop(flush_idle_);
+  flush();
+  return true;
 }
 
 void StdioTransport::stop_reading() {
@@ -151,7 +175,7 @@ void StdioTransport::stop_reading() {
 void StdioTransport::write(std::string_view bytes) {
   if (failed_ || bytes.empty()) return;
   outbuf_.append(bytes);
-  schedule_flush();
+  if (!delivering_) schedule_flush();  // inside on_data, deliver() flushes when it returns
 }
 
 void StdioTransport::schedule_flush() {

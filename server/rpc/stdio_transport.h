@@ -1,13 +1,16 @@
 // StdioTransport: non-blocking byte I/O on the editor's stdin and stdout, on a libuv loop.
 //
-// Reads arrive through on_data; end of input through on_eof (the editor is gone). Writes are
-// queued and coalesced: everything written during one turn of the loop leaves in as few
-// syscalls as the pipe allows, in order. Works whether the descriptors are pipes, sockets,
-// terminals or regular files. Loop thread only; no callback throws.
+// Reads arrive through on_data, into one buffer that the transport reuses; end of input through
+// on_eof (the editor is gone). Writes are queued and coalesced: everything written during one
+// turn of the loop leaves in as few syscalls as the pipe allows, in order. Writes made inside
+// on_data (the replies to what was just read) leave as soon as on_data returns, in one write,
+// without waiting for another turn of the loop. Works whether the descriptors are pipes,
+// sockets, terminals or regular files. Loop thread only; no callback throws.
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -41,6 +44,7 @@ class StdioTransport {
   static void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf);
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   void read_file();
+  bool deliver(std::string_view bytes);
   void schedule_flush();
   void flush();
   void write_file_blocking();
@@ -54,6 +58,9 @@ class StdioTransport {
   uv_stream_t* in_stream_ = nullptr;   // pipe or tty; null when stdin is a file
   uv_stream_t* out_stream_ = nullptr;  // pipe or tty; null when stdout is a file
   uv_idle_t* flush_idle_ = nullptr;
+  std::unique_ptr<char[]> read_buffer_;  // where the stream reads land; on_data sees a view of it
+  bool delivering_ = false;                // inside on_data: writes wait for it to return
+  bool* destroyed_flag_ = nullptr;         // set by the destructor while on_data runs
   uv_fs_t* file_read_ = nullptr;  // outstanding read on a regular-file stdin
   std::int64_t file_offset_ = 0;
   std::string outbuf_;

@@ -18,6 +18,8 @@
 //   - decoded frames respect the size limit;
 //   - at the end, with the clock run far ahead, every request has been answered exactly once,
 //     no call is pending, and the dispatcher's counters match what the handlers did;
+//   - classify() reads each frame exactly as json::parse() does (same error text, or params of
+//     the same value and types), whichever of its readers took it;
 //   - no exception escapes.
 // With LOCKROOM_FUZZ_CHUNK_DIFF=1 in the environment it also checks that decoding the whole
 // input in one read gives the same events as the chunked decoding (framing.h promises arbitrary
@@ -73,6 +75,45 @@ bool g_trace = false;  // LOCKROOM_FUZZ_TRACE=1: print the conversation to stder
 
 void check(bool ok, const std::string& what, std::string_view detail = {}) {
   if (!ok) violated(what, detail);
+}
+
+// Equal values of equal types all the way down (json's == takes 1 and 1u for the same).
+bool identical(const json& a, const json& b) {
+  if (a.type() != b.type()) return false;
+  if (a.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib)
+      if (ia.key() != ib.key() || !identical(ia.value(), ib.value())) return false;
+    return true;
+  }
+  if (a.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!identical(a[i], b[i])) return false;
+    return true;
+  }
+  return a == b;
+}
+
+// classify() reads most messages with its own fast reader and the rest with json::parse(); either
+// way the outcome must be json::parse()'s: its error text, or its params, types included.
+void check_reads_like_json_parse(std::string_view text, const protocol::Message& message) {
+  json reference;
+  try {
+    reference = json::parse(text);
+  } catch (const json::exception& e) {
+    const auto* invalid = std::get_if<protocol::InvalidMessage>(&message);
+    check(invalid && invalid->error.code == protocol::rpc_error::kParseError &&
+              invalid->error.message == std::string("parse error: ") + e.what(),
+          "classify() did not fail as json::parse() does", text);
+    return;
+  }
+  const json* params = nullptr;
+  if (const auto* request = std::get_if<protocol::Request>(&message)) params = &request->params;
+  if (const auto* note = std::get_if<protocol::Notification>(&message)) params = &note->params;
+  if (!params || !reference.is_object()) return;
+  auto it = reference.find("params");
+  check(identical(*params, it == reference.end() ? json(nullptr) : *it), "classify() read params unlike json::parse()", text);
 }
 
 std::unique_ptr<Framing> make(bool ndjson, std::size_t max) {
@@ -168,6 +209,7 @@ class Session {
     check(event.text.size() <= kMaxMessageBytes, "a decoded message is larger than the limit", event.text);
 
     protocol::Message message = protocol::classify(event.text);
+    check_reads_like_json_parse(event.text, message);
     std::string key;
     std::size_t sync_replies_expected = 0;  // replies this message must get before handle_message returns
     bool check_sync = false;

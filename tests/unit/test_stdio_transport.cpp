@@ -314,3 +314,60 @@ TEST_CASE("stdio transport: start() on a descriptor that is not open fails and l
   ::close(in.write_end);
   CHECK(loop.finish() == 0);
 }
+
+TEST_CASE("stdio transport: what on_data writes leaves before the loop turns again, in one write", "[transport]") {
+  TestLoop loop;
+  FdPair in = make_pipe();
+  FdPair out = make_pipe();
+  REQUIRE(::fcntl(out.read_end, F_SETFL, O_NONBLOCK) == 0);
+  StdioTransport transport(loop.get(), in.read_end, out.write_end);
+  int reads = 0;
+  REQUIRE(transport.start({[&](std::string_view bytes) {
+                             ++reads;
+                             transport.write("re:");
+                             transport.write(bytes);
+                           },
+                           [] {}, [](const std::string&) {}})
+              .ok());
+  REQUIRE(write_all(in.write_end, "ping"));
+  // One turn: the read arrives and on_data answers. Queued for a later turn (an idle handle),
+  // the answer would not be in the pipe yet.
+  for (int turn = 0; turn < 100 && reads == 0; ++turn) loop.run_once();
+  REQUIRE(reads == 1);
+  char buf[64];
+  ssize_t n = ::read(out.read_end, buf, sizeof buf);
+  CHECK(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0) == "re:ping");
+  CHECK(transport.queued_bytes() == 0);
+  ::close(in.write_end);
+  transport.close([] {});
+  loop.run();
+  ::close(out.read_end);
+  CHECK(loop.finish() == 0);
+}
+
+TEST_CASE("stdio transport: on_data may close and delete its own transport", "[transport]") {
+  // As `lockroom run` does when its input ends the session: the transport must not touch
+  // itself after on_data returns.
+  TestLoop loop;
+  FdPair in = make_pipe();
+  FdPair out = make_pipe();
+  auto* transport = new StdioTransport(loop.get(), in.read_end, out.write_end);
+  PipeReader editor_side(loop.get(), out.read_end);
+  int closed = 0;
+  REQUIRE(transport->start({[&](std::string_view) {
+                              transport->write("bye");
+                              transport->close([&] {
+                                ++closed;
+                                delete transport;
+                              });
+                            },
+                            [] {}, [](const std::string&) {}})
+              .ok());
+  REQUIRE(write_all(in.write_end, "last words"));
+  loop.run();
+  CHECK_FALSE(loop.timed_out());
+  CHECK(closed == 1);
+  CHECK(editor_side.data == "bye");
+  ::close(in.write_end);
+  CHECK(loop.finish() == 0);
+}
