@@ -33,7 +33,7 @@ bool is_hex_id(std::string_view id) {
 }
 
 std::string display_name(const RawEntry& raw) {
-  return raw.has_path ? printable(raw.entry.path) : "entry #" + std::to_string(raw.index);
+  return raw.has_path && !raw.entry.path.empty() ? printable(raw.entry.path) : "entry #" + std::to_string(raw.index);
 }
 
 // The reason one entry, on its own, is refused; nullopt when it is acceptable.

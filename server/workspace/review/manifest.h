@@ -51,7 +51,7 @@ struct ManifestFile {
 };
 
 struct EntryRefusal {
-  std::string path;    // printable() form of what the guest sent (or "entry #N" when it had none)
+  std::string path;    // printable() form of what the guest sent (or "entry #N" when it had none or an empty one)
   std::string reason;  // for a person: what is wrong with it
 };
 

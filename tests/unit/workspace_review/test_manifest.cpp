@@ -187,3 +187,12 @@ TEST_CASE("bench: parse and validate a 200,000-entry manifest", "[.bench][manife
   CHECK(m->files.size() == 200'000);
   std::printf("manifest of 200000 entries (%zu bytes of JSON): parsed and validated in %.0f ms\n", json.size(), elapsed);
 }
+
+TEST_CASE("an entry with an empty path is refused under its number, not an empty name", "[manifest]") {
+  auto m = validate_manifest({good("a.txt"), good(""), good("b.txt")});
+  REQUIRE(m);
+  CHECK(m->files.size() == 2);
+  REQUIRE(m->refused.size() == 1);
+  CHECK(m->refused[0].path == "entry #1");
+  CHECK_THAT(m->refused[0].reason, Catch::Contains("empty"));
+}

@@ -1,0 +1,170 @@
+// fuzz-manifest: libFuzzer over the guest's workspace manifest as the review side reads it.
+//
+// Input layout (every byte string is a valid input):
+//   byte 0      mode: 0 the JSON form (review::parse_manifest_json); 1 binary records through
+//               the channel's ManifestDecoder (as AgentClient::manifest receives them), then
+//               review::validate_manifest, as the refresh does; 2 entries built from the bytes
+//               directly (validate_manifest alone, paths reaching it unfiltered)
+//   byte 1      limits: bit 0 small (8 entries, 64-byte files, 256 bytes in all), else defaults;
+//               for mode 1, bits 1-7 split the record bytes into chunks of (value + 1) bytes
+//   the rest    the manifest: JSON text (mode 0), records (mode 1), or for mode 2 entries of
+//               "path \n mode-byte size-byte id(40) \n" (a missing part is left empty)
+// Invariants: no exception escapes; every accepted entry has a path that path_problem() accepts
+// and that this file checks again on its own (relative, no empty/./.. component, no component
+// that lowercases to ".git" once trailing dots and spaces are dropped, no "git~1", no NUL or
+// backslash), a known mode, a 40-hex id, a size within the per-file bound; accepted entries are
+// sorted, unique, and none is a folder of another; their count and total are within the limits;
+// for mode 2, accepted + refused equals the entries given; every refusal and error has a reason.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/channel/messages.h"
+#include "server/workspace/review/manifest.h"
+#include "server/workspace/review/path_rules.h"
+
+namespace {
+
+namespace review = lockroom::workspace::review;
+namespace wire = lockroom::protocol::channel;
+using lockroom::Result;
+
+[[noreturn]] void fail(const char* what, std::string_view detail = {}) {
+  std::fprintf(stderr, "fuzz-manifest invariant broken: %s %.*s\n", what, static_cast<int>(detail.size()), detail.data());
+  std::abort();
+}
+
+// A component a filesystem could take for ".git", checked without path_rules (a second opinion
+// on the cases that matter most: case, trailing dots and spaces, the 8.3 short name).
+bool looks_like_dotgit(std::string_view component) {
+  std::string lower;
+  for (char c : component) lower += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  while (!lower.empty() && (lower.back() == '.' || lower.back() == ' ')) lower.pop_back();
+  if (auto colon = lower.find(':'); colon != std::string::npos) lower.resize(colon);
+  return lower == ".git" || lower == "git~1";
+}
+
+void check_path(std::string_view path) {
+  if (review::path_problem(path)) fail("an accepted path fails path_problem:", path);
+  if (path.empty() || path.front() == '/' || path.size() > review::kMaxPathBytes) fail("an accepted path is empty, absolute or too long:", path);
+  if (path.find('\0') != std::string_view::npos || path.find('\\') != std::string_view::npos) fail("an accepted path holds NUL or a backslash:", path);
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t slash = path.find('/', start);
+    std::string_view component = path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (component.empty() || component == "." || component == "..") fail("an accepted path escapes or has an empty component:", path);
+    if (looks_like_dotgit(component)) fail("an accepted path names .git:", path);
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+}
+
+void check(const Result<review::Manifest>& result, const review::ManifestLimits& limits, std::size_t given) {
+  if (!result) {
+    if (result.error().message.empty()) fail("an error without a message");
+    return;
+  }
+  const review::Manifest& m = *result;
+  if (m.files.size() > limits.max_entries) fail("more accepted entries than the limit");
+  if (m.total_bytes > limits.max_total_bytes) fail("an accepted total over the limit");
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < m.files.size(); ++i) {
+    const review::ManifestFile& f = m.files[i];
+    check_path(f.path);
+    if (f.mode != review::kModeFile && f.mode != review::kModeExecutable && f.mode != review::kModeSymlink) fail("an accepted unknown mode");
+    if (f.size > limits.max_blob_bytes) fail("an accepted file over the per-file limit");
+    if (f.mode == review::kModeSymlink && f.size > review::kMaxPathBytes) fail("an accepted symlink target over the path limit");
+    total += f.size;
+    if (i > 0) {
+      const std::string& before = m.files[i - 1].path;
+      if (!(before < f.path)) fail("accepted entries not sorted and unique:", f.path);
+      if (f.path.compare(0, before.size() + 1, before + "/") == 0) fail("an accepted file is also a folder:", before);
+    }
+  }
+  if (total != m.total_bytes) fail("total_bytes is not the sum of the accepted sizes");
+  for (const auto& r : m.refused)
+    if (r.reason.empty() || r.path.empty()) fail("a refusal without a path or reason");
+  if (given != SIZE_MAX && m.files.size() + m.refused.size() != given) fail("accepted + refused differs from the entries given");
+}
+
+// Mode 1: the channel's decoder, then the review side's validation, as a refresh does.
+void from_records(std::string_view body, unsigned chunk, const review::ManifestLimits& limits) {
+  wire::WorkspaceBounds bounds;
+  bounds.max_entries = static_cast<std::int64_t>(limits.max_entries);
+  bounds.max_file_bytes = static_cast<std::int64_t>(limits.max_blob_bytes);
+  bounds.max_total_bytes = static_cast<std::int64_t>(limits.max_total_bytes);
+  // Announce what a record-by-record count finds, so the decoder gets past its totals checks.
+  wire::WorkspaceManifestResult announced;
+  announced.body = static_cast<std::int64_t>(body.size());
+  for (std::size_t at = 0; at + 34 <= body.size();) {
+    std::size_t len = (static_cast<unsigned char>(body[at + 32]) << 8) | static_cast<unsigned char>(body[at + 33]);
+    std::uint64_t size = 0;
+    for (int k = 0; k < 8; ++k) size = (size << 8) | static_cast<unsigned char>(body[at + 24 + static_cast<std::size_t>(k)]);
+    announced.entries++;
+    announced.bytes += static_cast<std::int64_t>(std::min<std::uint64_t>(size, std::uint64_t{1} << 40));  // no overflow
+    at += 34 + len;
+  }
+  wire::ManifestDecoder decoder(announced, bounds);
+  for (std::size_t at = 0; at < body.size(); at += chunk)
+    if (!decoder.feed(body.substr(at, chunk))) return;
+  auto entries = decoder.finish();
+  if (!entries) return;
+  std::vector<review::ManifestEntry> raw;
+  for (auto& e : *entries) raw.push_back({std::move(e.path), e.mode, std::move(e.id), e.size});
+  std::size_t given = raw.size();
+  check(review::validate_manifest(std::move(raw), limits), limits, given);
+}
+
+// Mode 2: entries straight from the bytes, so validate_manifest sees any path at all.
+void from_lines(std::string_view rest, const review::ManifestLimits& limits) {
+  static const std::uint32_t kModes[] = {review::kModeFile, review::kModeExecutable, review::kModeSymlink, 040000, 0160000, 020000, 0};
+  std::vector<review::ManifestEntry> entries;
+  while (!rest.empty() && entries.size() < 64) {
+    review::ManifestEntry e;
+    std::size_t nl = rest.find('\n');
+    e.path = std::string(rest.substr(0, nl));
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    if (rest.size() >= 2) {
+      e.mode = kModes[static_cast<unsigned char>(rest[0]) % (sizeof kModes / sizeof kModes[0])];
+      e.size = static_cast<unsigned char>(rest[1]) * 7u;
+      rest.remove_prefix(2);
+    }
+    std::size_t id_end = rest.find('\n');
+    e.id = std::string(rest.substr(0, id_end));
+    rest = id_end == std::string_view::npos ? std::string_view() : rest.substr(id_end + 1);
+    entries.push_back(std::move(e));
+  }
+  std::size_t given = entries.size();
+  check(review::validate_manifest(std::move(entries), limits), limits, given);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 2) return 0;
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+  unsigned mode = static_cast<unsigned char>(input[0]) % 3;
+  unsigned flags = static_cast<unsigned char>(input[1]);
+  std::string_view rest = input.substr(2);
+  review::ManifestLimits limits;
+  if (flags & 1) {
+    limits.max_entries = 8;
+    limits.max_blob_bytes = 64;
+    limits.max_total_bytes = 256;
+  }
+  try {
+    switch (mode) {
+      case 0: check(review::parse_manifest_json(rest, limits), limits, SIZE_MAX); break;
+      case 1: from_records(rest, (flags >> 1) + 1, limits); break;
+      default: from_lines(rest, limits); break;
+    }
+  } catch (...) {
+    fail("an exception escaped");
+  }
+  return 0;
+}
