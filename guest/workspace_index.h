@@ -1,7 +1,6 @@
 // Reading git's index file (`.git/index`) in the agent without starting git: the entry count
 // from the header, and the entries' blob ids and stat data (what git saw when it last wrote each
-// file), to seed the manifest's stat cache after a checkout so the first manifest does not read
-// every file again.
+// file). The manifest and a sync read the whole index strictly through workspace_index_file.h.
 //
 // Only what a plain checkout writes is understood: signature "DIRC", versions 2 and 3 (version 4
 // compresses paths; its entries are not read), stage-0 entries. Anything else gives nullopt and
@@ -121,37 +120,5 @@ inline std::optional<std::string> read_regular_file(const std::string& path, std
   return out;
 }
 inline std::optional<std::string> read_file_head(const std::string& path, std::size_t bytes) { return read_regular_file(path, bytes, false); }
-
-// Puts into `cache` the blob id of every regular file of the workspace at `root` whose lstat is
-// exactly what git's index recorded for it (inode, size, mtime, ctime, to the nanosecond), as
-// git's own "clean" test does. The index file's mtime stands for the moment of hashing, so the
-// cache's racy rule drops files written within its margin of the index. Returns how many were
-// seeded; an index it cannot read seeds nothing (the manifest then hashes as before).
-inline std::size_t seed_stat_cache(const std::string& root, StatCache& cache, std::size_t max_index_bytes = 256u << 20) {
-  const std::string index_path = root + "/.git/index";
-  struct stat index_st{};
-  if (::stat(index_path.c_str(), &index_st) != 0) return 0;
-  auto data = read_regular_file(index_path, max_index_bytes, true);
-  if (!data) return 0;
-  auto entries = index_entries(*data);
-  if (!entries) return 0;
-  int dir = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return 0;
-  const std::int64_t written_at = stat_key(index_st).mtime_ns;
-  std::size_t seeded = 0;
-  for (auto& e : *entries) {
-    if ((e.mode & 0170000) != 0100000) continue;  // symlinks are read anyway; gitlinks are no files
-    struct stat st{};
-    if (::fstatat(dir, e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-    StatKey key = stat_key(st);
-    if (static_cast<std::uint32_t>(st.st_ino) != e.ino || static_cast<std::uint32_t>(st.st_size) != e.size || key.mtime_ns != e.mtime_ns ||
-        key.ctime_ns != e.ctime_ns)
-      continue;
-    cache.store(e.path, key, std::move(e.raw_id), written_at);
-    if (cache.find(e.path, key)) ++seeded;
-  }
-  ::close(dir);
-  return seeded;
-}
 
 }  // namespace lockroom::agent

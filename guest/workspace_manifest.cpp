@@ -12,6 +12,8 @@
 #include <unordered_map>
 
 #include "guest/workspace_git.h"
+#include "guest/workspace_index_file.h"
+#include "guest/workspace_listing.h"
 
 namespace lockroom::agent {
 
@@ -103,7 +105,8 @@ std::string biggest_folders(const std::vector<std::string>& paths, std::size_t t
   return out;
 }
 
-std::variant<Manifest, RpcError> build_manifest(const std::string& root, const channel::WorkspaceBounds& bounds, StatCache& cache) {
+std::variant<Manifest, RpcError> build_manifest(const std::string& root, const channel::WorkspaceBounds& bounds, StatCache& cache,
+                                                WorkspaceListing& listing) {
   const std::string what = "workspace.manifest: " + root;
   struct stat git_dir{};
   if (::stat((root + "/.git").c_str(), &git_dir) != 0)
@@ -111,15 +114,19 @@ std::variant<Manifest, RpcError> build_manifest(const std::string& root, const c
 
   // Taken before anything is read: entries hashed from here on are judged against it.
   std::int64_t started = realtime_ns();
-  GitOptions options;
-  options.max_out = static_cast<std::size_t>(std::min<std::int64_t>(bounds.max_entries * 256 + (1 << 20), 256LL << 20));
-  auto listed = run_git(root, {"ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate"}, options);
-  if (!listed) return make_rpc_error(channel::agent_error::kIoError, what + ": " + listed.error().message);
-  if (listed->out_truncated)
-    return make_rpc_error(channel::agent_error::kLimitReached, what + " lists more files than the limit of " + std::to_string(bounds.max_entries) +
-                                                                  " can hold (git's listing went over " + mib(static_cast<std::int64_t>(options.max_out)) + ")");
-  if (!listed->ok()) return make_rpc_error(channel::agent_error::kIoError, what + ": git ls-files failed: " + listed->problem());
-  std::vector<std::string> paths = split_z(listed->out);
+  auto index = read_index_file(root + "/.git/index");  // none (or one this code does not read): git lists, files are hashed
+  const std::size_t max_out = static_cast<std::size_t>(std::min<std::int64_t>(bounds.max_entries * 256 + (1 << 20), 256LL << 20));
+  auto checked = [&](const Result<GitRun>& listed) -> std::optional<RpcError> {
+    if (!listed) return make_rpc_error(channel::agent_error::kIoError, what + ": " + listed.error().message);
+    if (listed->out_truncated)
+      return make_rpc_error(channel::agent_error::kLimitReached, what + " lists more files than the limit of " + std::to_string(bounds.max_entries) +
+                                                                    " can hold (git's listing went over " + mib(static_cast<std::int64_t>(max_out)) + ")");
+    if (!listed->ok()) return make_rpc_error(channel::agent_error::kIoError, what + ": git ls-files failed: " + listed->problem());
+    return std::nullopt;
+  };
+  auto candidates = listing.list(root, index, max_out, checked);
+  if (auto* error = std::get_if<RpcError>(&candidates)) return *error;
+  std::vector<std::string>& paths = std::get<std::vector<std::string>>(candidates);
   if (static_cast<std::int64_t>(paths.size()) > bounds.max_entries)
     return make_rpc_error(channel::agent_error::kLimitReached, what + " has " + std::to_string(paths.size()) + " files; the limit is " +
                                                                   std::to_string(bounds.max_entries) + ". Most are in " + biggest_folders(paths));
@@ -127,6 +134,7 @@ std::variant<Manifest, RpcError> build_manifest(const std::string& root, const c
   int dir = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return errno_error(errno, what);
   Manifest m;
+  m.listed_by_git = listing.last_from_git();
   ParentCheck parents(dir);
   BlobHasher hasher;
   std::vector<std::pair<std::int64_t, std::string>> too_big, sizes;
@@ -156,8 +164,13 @@ std::variant<Manifest, RpcError> build_manifest(const std::string& root, const c
       raw = hasher.finish_raw();
     } else {
       StatKey key = stat_key(st);
+      const IndexFileEntry* indexed = nullptr;
       if (auto hit = cache.find(path, key)) {
         raw = *hit;
+        m.cached++;
+      } else if (index && (indexed = index->find(path)) && index->clean(*indexed, st, StatCache::kRacyMarginNs)) {
+        raw = indexed->raw_id;  // git's index vouches for it: the stat cache of the last checkout or git add
+        cache.store(path, key, raw, index->written_ns());
         m.cached++;
       } else {
         auto hashed = hash_regular(dir, path, hasher, st);

@@ -1,12 +1,15 @@
 // Building a workspace manifest: the files `git add -A` would take, with their modes and blob ids.
 //
-// The guest's git lists the candidates (`git ls-files -z --cached --others --exclude-standard`:
-// tracked files plus untracked ones that .gitignore, .git/info/exclude and core.excludesFile do
-// not exclude); the agent then looks at each itself: a regular file is hashed (or its id taken
-// from the stat cache), a symlink's blob is its target, anything else (a deleted tracked file, a
+// The candidates are what `git ls-files -z --cached --others --exclude-standard` lists (tracked
+// files plus untracked ones that .gitignore, .git/info/exclude and core.excludesFile do not
+// exclude), from git's index and git's last answer while nothing that decides it changed
+// (workspace_listing.h), else from git. The agent then looks at each itself: a regular file is
+// hashed (or its id taken from the stat cache, or from git's index when the file's stat is what
+// the index recorded), a symlink's blob is its target, anything else (a deleted tracked file, a
 // directory such as a nested repository, a FIFO) is skipped, and so is any path below a parent
-// that is no longer a real directory, or one the host would refuse (inside a ".GIT" folder). Bounds the host declared are checked and a refusal names
-// the biggest offenders. Blocking; loop thread only.
+// that is no longer a real directory, or one the host would refuse (inside a ".GIT" folder).
+// Bounds the host declared are checked and a refusal names the biggest offenders. Blocking; loop
+// thread only.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +19,7 @@
 
 #include "guest/errors.h"
 #include "guest/workspace_hash.h"
+#include "guest/workspace_listing.h"
 #include "protocol/channel/messages.h"
 
 namespace lockroom::agent {
@@ -26,9 +30,11 @@ struct Manifest {
   std::int64_t hashed = 0;
   std::int64_t cached = 0;
   std::int64_t skipped = 0;
+  bool listed_by_git = true;  // false: git's index and its last answer sufficed
 };
 
-std::variant<Manifest, RpcError> build_manifest(const std::string& root, const protocol::channel::WorkspaceBounds& bounds, StatCache& cache);
+std::variant<Manifest, RpcError> build_manifest(const std::string& root, const protocol::channel::WorkspaceBounds& bounds, StatCache& cache,
+                                                WorkspaceListing& listing);
 
 // Splits git's -z output into sorted, unique paths.
 std::vector<std::string> split_z(const std::string& text);

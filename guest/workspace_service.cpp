@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "guest/log.h"
 #include "guest/workspace_checkout.h"
+#include "guest/workspace_fast_sync.h"
 #include "guest/workspace_git.h"
 #include "guest/workspace_index.h"
 #include "guest/workspace_manifest.h"
@@ -77,17 +79,25 @@ Outcome WorkspaceService::import(const json& params) {
 Outcome WorkspaceService::checkout(const json& params) {
   auto p = channel::parse_workspace_checkout_params(params);
   if (!p) return invalid_params(p.error());
-  Outcome out = checkout_workspace(*p);
-  // git's index now knows every file it wrote: the first manifest need not read them again.
-  if (!std::holds_alternative<RpcError>(out)) seed_stat_cache(p->path, workspace(p->path, static_cast<std::size_t>(channel::WorkspaceBounds{}.max_entries)).cache);
-  return out;
+  Workspace& ws = workspace(p->path, static_cast<std::size_t>(channel::WorkspaceBounds{}.max_entries));
+  // A sync of a few paths is done here without git; its cache already knows the files it wrote.
+  if (p->base) {
+    FastSyncStats stats;
+    if (auto done = fast_sync(*p, ws.cache, &stats)) {
+      log_debug("workspace.checkout: " + p->path + ": " + std::to_string(stats.changed) + " path(s) changed, " + std::to_string(stats.written) +
+                " written, without git, in " + std::to_string(stats.ms) + " ms");
+      return *done;
+    }
+  }
+  // git's index now knows every file it wrote: the manifest takes their ids from it.
+  return checkout_workspace(*p);
 }
 
 Outcome WorkspaceService::manifest(const json& params) {
   auto p = channel::parse_workspace_manifest_params(params);
   if (!p) return invalid_params(p.error());
   Workspace& ws = workspace(p->path, static_cast<std::size_t>(p->bounds.max_entries));
-  auto built = build_manifest(p->path, p->bounds, ws.cache);
+  auto built = build_manifest(p->path, p->bounds, ws.cache, ws.listing);
   if (auto* error = std::get_if<RpcError>(&built)) return *error;
   Manifest& m = std::get<Manifest>(built);
 

@@ -7,8 +7,9 @@
 //             when small, on a stream otherwise; remembered as the workspace's latest manifest.
 //   export    sends chosen entries of the latest manifest as records on a stream.
 //
-// Each workspace path keeps a stat cache (seeded from git's index after each checkout, so even the
-// first manifest re-hashes only what changed since) and its latest manifest's paths; at most
+// A sync of a few paths is done by the agent itself (workspace_fast_sync.h), else by git. Each
+// workspace path keeps a stat cache (git's index stands in for it where it has no entry, so even
+// the first manifest re-hashes only what changed since) and its latest manifest's paths; at most
 // kMaxWorkspaces paths are remembered. Git runs and hashing are done inside the call (the loop
 // waits); streams move with the loop. Loop thread only.
 #pragma once
@@ -22,6 +23,7 @@
 #include "guest/connection.h"
 #include "guest/errors.h"
 #include "guest/workspace_hash.h"
+#include "guest/workspace_listing.h"
 #include "guest/workspace_transfers.h"
 
 namespace lockroom::agent {
@@ -47,6 +49,7 @@ class WorkspaceService {
   struct Workspace {
     explicit Workspace(std::size_t cache_entries) : cache(cache_entries) {}
     StatCache cache;
+    WorkspaceListing listing;
     std::int64_t manifest = 0;
     std::vector<std::string> paths;  // of that manifest
   };

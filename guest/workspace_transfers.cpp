@@ -11,6 +11,8 @@
 
 #include "guest/log.h"
 #include "guest/workspace_git.h"
+#include "guest/workspace_index.h"
+#include "guest/workspace_objects.h"
 #include "protocol/channel/messages.h"
 
 namespace lockroom::agent {
@@ -77,7 +79,7 @@ void PackReceiver::on_stream_closed(std::uint32_t) {
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) return fail(channel::reset_code::kIoError, std::string("storing the pack failed: ") + std::strerror(errno));
-  if (size_ > 0) {
+  if (size_ > 0 && !store_small_pack()) {
     GitOptions options;
     options.stdin_path = temp_path_;
     options.max_out = 4096;
@@ -88,6 +90,31 @@ void PackReceiver::on_stream_closed(std::uint32_t) {
   }
   connection_.close_stream(stream_);
   finish();
+}
+
+// A small pack is indexed here (no git process); false leaves it to `git index-pack`: a thin
+// pack, a large one, or anything this code does not understand.
+bool PackReceiver::store_small_pack() {
+  if (size_ > kMaxSelfIndexedPack) return false;
+  auto pack = read_regular_file(temp_path_, static_cast<std::size_t>(size_), true);
+  if (!pack) return false;
+  auto indexed = index_pack(*pack);
+  if (!indexed) {
+    log_debug("workspace.import: indexing the pack with git: " + indexed.error().message);
+    return false;
+  }
+  std::string dir = workspace_ + "/.git/objects/pack/", name = dir + "pack-" + indexed->checksum_hex;
+  ::mkdir(dir.c_str(), 0777);
+  std::string idx_temp = name + ".idx.lockroom-tmp";
+  int fd = ::open(idx_temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0444);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, indexed->idx.data(), indexed->idx.size()) == static_cast<ssize_t>(indexed->idx.size());
+  ok = ::close(fd) == 0 && ok;
+  // The pack first, then its index: git only looks at a pack that has one.
+  ok = ok && ::chmod(temp_path_.c_str(), 0444) == 0 && ::rename(temp_path_.c_str(), (name + ".pack").c_str()) == 0 &&
+       ::rename(idx_temp.c_str(), (name + ".idx").c_str()) == 0;
+  if (!ok) ::unlink(idx_temp.c_str());
+  return ok;
 }
 
 // ---- manifest

@@ -1,8 +1,9 @@
 // The streams of the workspace methods, each a StreamOwner driven by the agent's loop:
 //
 //   PackReceiver   workspace.import: takes exactly the announced pack size from the host into a
-//                  temporary file in .git, and at the host's CLOSE stores it with
-//                  `git index-pack --stdin --fix-thin` (a thin pack is completed from the store); answers CLOSE when the objects are in, RESET (code
+//                  temporary file in .git, and at the host's CLOSE stores it: a small pack
+//                  indexed by the agent itself, else with `git index-pack --stdin --fix-thin`
+//                  (a thin pack is completed from the store); answers CLOSE when the objects are in, RESET (code
 //                  3 with git's reason, or 5 for more bytes than announced) when not.
 //   BufferSender   workspace.manifest: sends bytes held in memory, then CLOSE.
 //   ExportSender   workspace.export: one record per requested entry (see messages.h), read from
@@ -49,6 +50,9 @@ class WorkspaceTransfer : public StreamOwner {
 
 class PackReceiver final : public WorkspaceTransfer {
  public:
+  // Packs up to this size are indexed by the agent itself (workspace_objects.h), larger or thin
+  // ones by `git index-pack`.
+  static constexpr std::int64_t kMaxSelfIndexedPack = 8LL << 20;
   // `fd` is the open temporary file at `temp_path`; both are owned from here on.
   PackReceiver(Connection& connection, std::string workspace, std::string temp_path, int fd, std::int64_t size);
   ~PackReceiver() override { cleanup(); }
@@ -57,6 +61,7 @@ class PackReceiver final : public WorkspaceTransfer {
 
  private:
   void cleanup() override;
+  bool store_small_pack();
 
   std::string workspace_;
   std::string temp_path_;

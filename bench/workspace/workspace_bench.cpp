@@ -27,6 +27,8 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <uv.h>
 
@@ -36,6 +38,7 @@
 #include "server/common/paths.h"
 #include "server/core/sandbox_manager.h"
 #include "server/vm/accel.h"
+#include "server/workspace/review/blob_store.h"
 #include "server/workspace/snapshot/snapshot_store.h"
 #include "server/workspace/snapshot/transfer.h"
 
@@ -91,11 +94,27 @@ struct Results {
   double step_pack = 0, step_send = 0, step_index = 0, step_read = 0;
   std::uint64_t step_pack_bytes = 0;
   std::vector<std::pair<std::string, double>> git_steps;  // the checkout's small git steps, median of 3
-  std::vector<double> sync_total, sync_pack, sync_guest, sync_snapshot;
+  std::vector<double> sync_total, sync_pack, sync_guest, sync_snapshot, sync_scan, sync_store, sync_send, sync_checkout;
   std::uint64_t sync_objects = 0, sync_bytes = 0;
-  std::vector<double> manifest, refresh, compute, list, diff_all, refresh_list, refresh_diff;
+  std::vector<double> manifest, refresh, compute, list, diff_all, refresh_list, refresh_diff, validate, missing, tree, fetch_rest;
   std::uint64_t review_files = 0, review_blobs = 0;
 };
+
+// The last "workspace timings" line AgentClient logged (debug): the agent's send + store of the
+// packs and its checkout, as the host saw them. Zeros when there is none.
+std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> g_log;
+std::pair<double, double> last_import_split() {
+  auto lines = g_log->last_formatted(64);
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    auto at = it->find("sent and stored in ");
+    double stored = 0, checkout = 0;
+    if (at != std::string::npos && std::sscanf(it->c_str() + at, "sent and stored in %lf ms; %*s %*s in %lf ms", &stored, &checkout) == 2)
+      return {stored, checkout};
+    if (at != std::string::npos && std::sscanf(it->c_str() + at, "sent and stored in %lf ms; checkout in %lf ms", &stored, &checkout) == 2)
+      return {stored, checkout};
+  }
+  return {0, 0};
+}
 
 // 1. First sync, with its peers interleaved run by run (the machine's load moves). Returns the
 // last warm sandbox (sync and review run in it) and its snapshot's commit.
@@ -204,6 +223,11 @@ void incremental_sync(Driver& b, const bench::SourceRepo& repo, const std::strin
     out.sync_pack.push_back(t.pack_ms);
     out.sync_guest.push_back(t.import_ms);
     out.sync_snapshot.push_back(total - t.pack_ms - t.import_ms);
+    out.sync_scan.push_back(static_cast<double>(ws->base().timings.scan_ms));
+    out.sync_store.push_back(static_cast<double>(ws->base().timings.store_ms));
+    auto [sent, checkout] = last_import_split();
+    out.sync_send.push_back(sent);
+    out.sync_checkout.push_back(checkout);
     out.sync_objects = t.objects;
     out.sync_bytes = t.pack_bytes;
   }
@@ -224,7 +248,7 @@ void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int
   for (int i = 0; i < runs; ++i) {
     b.guest(sb, edit_script(hundred, "/* review edit a" + std::to_string(i) + " */"));
     auto t0 = Clock::now();
-    b.await<channel::WorkspaceManifest>("manifest", [&](auto done) { agent->manifest(params, done); });
+    auto listed = b.await<channel::WorkspaceManifest>("manifest", [&](auto done) { agent->manifest(params, done); });
     out.manifest.push_back(ms(t0, Clock::now()));
 
     b.guest(sb, edit_script(hundred, "/* review edit b" + std::to_string(i) + " */"));
@@ -243,6 +267,27 @@ void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int
     auto again = workspace::review::Changes::compute(c.store(), c.base_tree(), c.result_tree());
     if (!again.ok()) throw std::runtime_error("Changes::compute: " + again.error().message);
     out.compute.push_back(ms(t4, Clock::now()));
+    // The host's other steps of a refresh, on the manifest taken above: validation, which blobs
+    // the store lacks, the result tree (its blobs are in the store by now).
+    std::vector<workspace::review::ManifestEntry> entries;
+    for (const auto& e : listed.entries) entries.push_back({e.path, e.mode, e.id, e.size});
+    workspace::review::ManifestLimits mlimits;
+    mlimits.max_entries = static_cast<std::size_t>(params.bounds.max_entries);
+    mlimits.max_blob_bytes = static_cast<std::uint64_t>(params.bounds.max_file_bytes);
+    mlimits.max_total_bytes = static_cast<std::uint64_t>(params.bounds.max_total_bytes);
+    auto t5 = Clock::now();
+    auto valid = workspace::review::validate_manifest(std::move(entries), mlimits);
+    if (!valid.ok()) throw std::runtime_error("validate_manifest: " + valid.error().message);
+    auto t6 = Clock::now();
+    auto lacking = workspace::review::missing_blobs(c.store(), *valid);
+    auto t7 = Clock::now();
+    auto tree = workspace::review::build_result_tree(c.store(), *valid);
+    auto t8 = Clock::now();
+    if (!lacking.ok() || !tree.ok()) throw std::runtime_error("missing_blobs / build_result_tree failed");
+    out.validate.push_back(ms(t5, t6));
+    out.missing.push_back(ms(t6, t7));
+    out.tree.push_back(ms(t7, t8));
+    out.fetch_rest.push_back(refresh - out.manifest.back() - ms(t5, t8) - out.compute.back());
     out.refresh.push_back(refresh);
     out.list.push_back(list);
     out.diff_all.push_back(diff_all);
@@ -269,40 +314,49 @@ void print(const Results& r, const bench::SourceRepo& repo, const std::string& s
               load_before.c_str(), load_after.c_str());
   std::printf("first sync: %d runs each (peers interleaved); sync and review: %d runs\n\n", first_runs, runs);
 
-  std::printf("| first sync into a fresh sandbox | median | min | max |\n|---|---:|---:|---:|\n");
-  row("sandbox/create, no workspace", r.plain);
-  for (const auto& [n, f] : {std::pair<std::string, const FirstSync*>{"cold store", &r.cold}, {"warm store", &r.warm}}) {
-    row("create with workspace, " + n + ": total", f->total);
-    row("&nbsp;&nbsp;restore (guest start)", f->restore);
-    row("&nbsp;&nbsp;snapshot on the host (during the restore)", f->snapshot);
-    row("&nbsp;&nbsp;import (after both)", f->import);
-    row("&nbsp;&nbsp;&nbsp;&nbsp;of which the pack, on the host", f->pack);
-    row("&nbsp;&nbsp;&nbsp;&nbsp;of which send + index-pack + checkout", f->guest_import);
-    row("&nbsp;&nbsp;workspace part (total - restore)", f->workspace_part);
+  if (first_runs > 0) {
+    std::printf("| first sync into a fresh sandbox | median | min | max |\n|---|---:|---:|---:|\n");
+    row("sandbox/create, no workspace", r.plain);
+    for (const auto& [n, f] : {std::pair<std::string, const FirstSync*>{"cold store", &r.cold}, {"warm store", &r.warm}}) {
+      row("create with workspace, " + n + ": total", f->total);
+      row("&nbsp;&nbsp;restore (guest start)", f->restore);
+      row("&nbsp;&nbsp;snapshot on the host (during the restore)", f->snapshot);
+      row("&nbsp;&nbsp;import (after both)", f->import);
+      row("&nbsp;&nbsp;&nbsp;&nbsp;of which the pack, on the host", f->pack);
+      row("&nbsp;&nbsp;&nbsp;&nbsp;of which send + index-pack + checkout", f->guest_import);
+      row("&nbsp;&nbsp;workspace part (total - restore)", f->workspace_part);
+    }
+    row("peer: `tar c` → the same channel → `tar x` in a guest", r.tar);
+    row("peer: `git clone --local` on the host", r.clone);
+    std::printf("\npack: %llu objects, %.1f MiB; tar stream: %.1f MiB\n", (unsigned long long)r.warm.objects, mib(r.warm.pack_bytes),
+                mib(r.tar_bytes));
+
+    std::printf("\n| the import's steps, one by one in a guest (1 run) | time |\n|---|---:|\n");
+    std::printf("| pack on the host (%.1f MiB) | %.1f ms |\n", mib(r.step_pack_bytes), r.step_pack);
+    std::printf("| pack through the channel into a file (`cat`) | %.1f ms |\n", r.step_send);
+    std::printf("| `git index-pack --stdin --fix-thin` | %.1f ms |\n", r.step_index);
+    std::printf("| `git read-tree -m -u` (checkout) | %.1f ms |\n", r.step_read);
+    for (const auto& [label, took] : r.git_steps) std::printf("| %s, median of 3 | %.1f ms |\n", label.c_str(), took);
   }
-  row("peer: `tar c` → the same channel → `tar x` in a guest", r.tar);
-  row("peer: `git clone --local` on the host", r.clone);
-  std::printf("\npack: %llu objects, %.1f MiB; tar stream: %.1f MiB\n", (unsigned long long)r.warm.objects, mib(r.warm.pack_bytes),
-              mib(r.tar_bytes));
-
-  std::printf("\n| the import's steps, one by one in a guest (1 run) | time |\n|---|---:|\n");
-  std::printf("| pack on the host (%.1f MiB) | %.1f ms |\n", mib(r.step_pack_bytes), r.step_pack);
-  std::printf("| pack through the channel into a file (`cat`) | %.1f ms |\n", r.step_send);
-  std::printf("| `git index-pack --stdin --fix-thin` | %.1f ms |\n", r.step_index);
-  std::printf("| `git read-tree -m -u` (checkout) | %.1f ms |\n", r.step_read);
-  for (const auto& [label, took] : r.git_steps) std::printf("| %s, median of 3 | %.1f ms |\n", label.c_str(), took);
-
   std::printf("\n| incremental sync, 3 files changed on the host | median | min | max |\n|---|---:|---:|---:|\n");
   row("sync: total", r.sync_total);
   row("&nbsp;&nbsp;snapshot on the host (rest of total)", r.sync_snapshot);
+  row("&nbsp;&nbsp;&nbsp;&nbsp;of which the scan (stat cache)", r.sync_scan);
+  row("&nbsp;&nbsp;&nbsp;&nbsp;of which store + tree + commit", r.sync_store);
   row("&nbsp;&nbsp;pack on the host", r.sync_pack);
-  row("&nbsp;&nbsp;send + index-pack + read-tree in the guest", r.sync_guest);
+  row("&nbsp;&nbsp;send + store the pack + checkout in the guest", r.sync_guest);
+  row("&nbsp;&nbsp;&nbsp;&nbsp;of which send + store (index) the pack", r.sync_send);
+  row("&nbsp;&nbsp;&nbsp;&nbsp;of which the checkout (sync)", r.sync_checkout);
   std::printf("\nsync pack: %llu objects, %llu bytes\n", (unsigned long long)r.sync_objects, (unsigned long long)r.sync_bytes);
 
   std::printf("\n| review, 100 files changed in the guest | median | min | max |\n|---|---:|---:|---:|\n");
   row("guest manifest alone (100 files re-hashed)", r.manifest);
   row("refresh (manifest, fetch, result tree, diff)", r.refresh);
+  row("&nbsp;&nbsp;host: validate_manifest", r.validate);
+  row("&nbsp;&nbsp;host: missing_blobs", r.missing);
+  row("&nbsp;&nbsp;host: build_result_tree", r.tree);
   row("&nbsp;&nbsp;Changes::compute alone (tree diff + renames)", r.compute);
+  row("&nbsp;&nbsp;the rest: export of the changed files + storing them", r.fetch_rest);
   row("list()", r.list);
   row("diff_all()", r.diff_all);
   row("refresh + list()", r.refresh_list);
@@ -310,13 +364,15 @@ void print(const Results& r, const bench::SourceRepo& repo, const std::string& s
   std::printf("\nreview: %llu changed files listed, %llu blobs fetched per refresh\n", (unsigned long long)r.review_files,
               (unsigned long long)r.review_blobs);
 
-  double tar = median(r.tar);
-  double cold_ratio = median(r.cold.workspace_part) / tar, warm_ratio = median(r.warm.workspace_part) / tar;
-  std::printf("\nratios: workspace part / tar peer: cold %.2fx, warm %.2fx; create with workspace (warm) / (plain create + tar) %.2fx; "
-              "workspace part (warm) / git clone --local %.1fx\n",
-              cold_ratio, warm_ratio, median(r.warm.total) / (median(r.plain) + tar), median(r.warm.workspace_part) / median(r.clone));
-  std::printf("target first sync <= 2x tar: cold %.2fx %s, warm %.2fx %s\n", cold_ratio, verdict(cold_ratio, 2), warm_ratio,
-              verdict(warm_ratio, 2));
+  if (first_runs > 0) {
+    double tar = median(r.tar);
+    double cold_ratio = median(r.cold.workspace_part) / tar, warm_ratio = median(r.warm.workspace_part) / tar;
+    std::printf("\nratios: workspace part / tar peer: cold %.2fx, warm %.2fx; create with workspace (warm) / (plain create + tar) %.2fx; "
+                "workspace part (warm) / git clone --local %.1fx\n",
+                cold_ratio, warm_ratio, median(r.warm.total) / (median(r.plain) + tar), median(r.warm.workspace_part) / median(r.clone));
+    std::printf("target first sync <= 2x tar: cold %.2fx %s, warm %.2fx %s\n", cold_ratio, verdict(cold_ratio, 2), warm_ratio,
+                verdict(warm_ratio, 2));
+  }
   std::printf("target incremental sync <= 200 ms: %.1f ms %s\n", median(r.sync_total), verdict(median(r.sync_total), 200));
   std::printf("target review of 100 files <= 100 ms: refresh + diff_all %.1f ms %s, refresh + list %.1f ms %s\n", median(r.refresh_diff),
               verdict(median(r.refresh_diff), 100), median(r.refresh_list), verdict(median(r.refresh_list), 100));
@@ -329,11 +385,17 @@ int main(int argc, char** argv) {
   int runs = 5, first_runs = 3;
   std::string source = "/usr/include";
   app.add_option("--runs", runs, "runs of the incremental sync and of the review")->check(CLI::Range(3, 1000));
-  app.add_option("--first-runs", first_runs, "runs of each first-sync measurement (plain, cold, warm, tar, clone)")
-      ->check(CLI::Range(1, 100));
+  app.add_option("--first-runs", first_runs, "runs of each first-sync measurement (plain, cold, warm, tar, clone); 0 skips them")
+      ->check(CLI::Range(0, 100));
   app.add_option("--source", source, "the tree to copy into a temporary git repository and measure with")->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
-  spdlog::set_level(spdlog::level::warn);
+  // Warnings to stderr; AgentClient's debug timings into a ring the sync's split is read from.
+  g_log = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
+  auto to_stderr = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  to_stderr->set_level(spdlog::level::warn);
+  auto logger = std::make_shared<spdlog::logger>("bench", spdlog::sinks_init_list{to_stderr, g_log});
+  logger->set_level(spdlog::level::debug);
+  spdlog::set_default_logger(logger);
 
   std::optional<fs::path> store_dir;
   try {
@@ -352,8 +414,14 @@ int main(int argc, char** argv) {
       accel = std::string(vm::accel_name(b.manager->accel()));
       std::cerr << "warming up: the guest image and template...\n";
       b.destroy(b.create().sandbox_id);
-      auto [kept, commit] = first_sync(b, repo, request, *store_dir, first_runs, r);
-      import_steps(b, *store_dir, commit, r);
+      std::string kept;
+      if (first_runs > 0) {
+        auto [sandbox, commit] = first_sync(b, repo, request, *store_dir, first_runs, r);
+        kept = sandbox;
+        import_steps(b, *store_dir, commit, r);
+      } else {
+        kept = b.create(request).sandbox_id;  // just the sandbox the sync and review run in
+      }
       incremental_sync(b, repo, kept, runs, r);
       review(b, repo, kept, runs, r);
       b.destroy(kept);

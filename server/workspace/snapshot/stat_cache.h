@@ -2,7 +2,10 @@
 // id, so the next snapshot reuses the blob of a file whose path, mode, size, mtime, ctime and inode
 // are unchanged instead of reading it again. It is a git index file inside the store
 // (<store>/lockroom-stat-cache), and the new index built during a snapshot is also what the
-// snapshot's trees are written from. Blocking I/O; used by take_snapshot() on a worker thread.
+// snapshot's trees are written from. It is updated in place: an entry that did not change is
+// not touched, so libgit2's cached trees of the folders where nothing changed are reused and only
+// the changed folders' trees are written again. Blocking I/O; used by take_snapshot() on a
+// worker thread.
 //
 // Racy files: an entry is trusted next time only if the file's mtime was at least 2 seconds older
 // than the start of the scan that recorded it; a file written during or just before a snapshot
@@ -14,6 +17,7 @@
 #include <ctime>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "server/common/result.h"
 #include "server/workspace/git_util.h"
@@ -33,7 +37,8 @@ class StatCache {
   // Records a selected entry for this snapshot's tree and the next snapshot's lookups.
   Result<void> add(const std::string& path, EntryKind kind, const git_oid& id, const struct stat& stat);
 
-  // Writes the trees of everything added into the store; returns the root tree's id.
+  // Drops the entries of files not added this time, writes the trees of everything added into
+  // the store and returns the root tree's id.
   Result<git_oid> write_tree(git_repository* store);
 
   // Replaces the cache file with this snapshot's entries. Best effort: false if it could not be
@@ -41,8 +46,17 @@ class StatCache {
   bool save();
 
  private:
-  IndexPtr previous_;
-  IndexPtr next_;
+  struct Added {
+    std::string path;
+    EntryKind kind;
+    git_oid id;
+    struct stat stat;
+  };
+  Result<void> put_entry(const Added& a);
+
+  IndexPtr index_;              // the previous snapshot's entries, becoming this one's
+  std::vector<Added> added_;    // this snapshot's entries, in the order added
+  bool in_order_ = true;        // added_ is sorted by path (the scanner's order)
   timespec trusted_before_{};
 };
 
