@@ -1,6 +1,7 @@
 // The shared world of the sandbox integration tests: one loop, one SandboxManager (so one
-// template boot per test executable) and a recorder of every event. Each test_sandbox*.cpp file
-// in this folder adds cases that create their own sandboxes in it.
+// template boot per test executable), a recorder of every event and a scripted editor that
+// answers network approvals. Each test_sandbox*.cpp file in this folder adds cases that create
+// their own sandboxes in it.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "server/core/sandbox_manager.h"
+#include "tests/integration/editor_stub.h"
 #include "tests/integration/guest_fixture.h"
 
 namespace lockroom::testing {
@@ -32,6 +34,12 @@ struct Recorder final : core::SandboxEvents {
   }
   std::vector<std::pair<std::string, egress::AuditRecord>> network;  // sandbox id, decision
   void network_event(const std::string& id, const egress::AuditRecord& record) override { network.emplace_back(id, record); }
+  // Approvals go to the scripted editor (editor_stub.h), through the editor face's own code.
+  EditorStub* editor = nullptr;
+  void approve_network(const std::string& id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) override {
+    if (!editor) return reply(egress::ApprovalAnswer::kDeny);
+    editor->ask(id, question, std::move(reply));
+  }
   void process_exited(const std::string& pid, const core::ProcessExit& exit) override {
     REQUIRE_FALSE(exits.count(pid));  // exactly one exit per process
     exits[pid] = exit;
@@ -48,9 +56,12 @@ struct World {
   uv_loop_t loop{};
   testing::TempState state;
   Recorder events;
+  std::unique_ptr<EditorStub> editor;
   std::unique_ptr<core::SandboxManager> manager;
   World() {
     uv_loop_init(&loop);
+    editor = std::make_unique<EditorStub>(&loop);
+    events.editor = editor.get();
     core::ManagerConfig config;
     config.paths.cache = default_paths().cache;
     config.paths.state = state.dir;
@@ -87,6 +98,12 @@ struct World {
   core::ProcessExit wait_exit(const std::string& pid) {
     run_until([&] { return events.exits.count(pid) != 0; });
     return events.exits[pid];
+  }
+  // Runs `script` with the guest's sh, stderr folded into stdout; returns all of its output.
+  std::string sh(const std::string& sandbox, const std::string& script) {
+    std::string pid = start(sandbox, {"sh", "-c", script + " 2>&1"});
+    wait_exit(pid);
+    return events.output[pid];
   }
   void destroy(const std::string& sandbox) {
     bool done = false;

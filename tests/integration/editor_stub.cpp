@@ -1,0 +1,71 @@
+// The scripted editor of the approval tests; see editor_stub.h.
+#include "tests/integration/editor_stub.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "server/api/network_methods.h"
+
+namespace lockroom::testing {
+
+using protocol::json;
+
+EditorStub::EditorStub(uv_loop_t* loop) {
+  int server_in[2], server_out[2];
+  REQUIRE(pipe2(server_in, O_CLOEXEC) == 0);
+  REQUIRE(pipe2(server_out, O_CLOEXEC) == 0);
+  to_server_ = server_in[1];
+  rpc::ConnectionOptions options;
+  options.in_fd = server_in[0];
+  options.out_fd = server_out[1];
+  connection_ = std::make_unique<rpc::Connection>(loop, options);
+  REQUIRE(connection_->start([] { FAIL_CHECK("the server's editor connection ended"); }).ok());
+
+  from_server_ = new uv_pipe_t;
+  REQUIRE(uv_pipe_init(loop, from_server_, 0) == 0);
+  REQUIRE(uv_pipe_open(from_server_, server_out[0]) == 0);
+  from_server_->data = this;
+  REQUIRE(uv_read_start(reinterpret_cast<uv_stream_t*>(from_server_), on_alloc, on_read) == 0);
+}
+
+void EditorStub::ask(const std::string& sandbox_id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) {
+  api::ask_editor_to_approve(*connection_, declared, sandbox_id, question, std::move(reply), timeout);
+}
+
+void EditorStub::on_alloc(uv_handle_t* handle, std::size_t, uv_buf_t* buf) {
+  auto* self = static_cast<EditorStub*>(handle->data);
+  *buf = uv_buf_init(self->buffer_.data(), static_cast<unsigned>(self->buffer_.size()));
+}
+
+void EditorStub::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
+  auto* self = static_cast<EditorStub*>(stream->data);
+  if (nread <= 0) return;  // the server's side stays open for the whole run
+  std::vector<rpc::FrameEvent> events;
+  self->framing_.feed(std::string_view(buf->base, static_cast<std::size_t>(nread)), events);
+  for (const auto& event : events) {
+    CHECK(event.kind == rpc::FrameEvent::Kind::kMessage);
+    self->on_message(event.text);
+  }
+}
+
+void EditorStub::on_message(const std::string& text) {
+  // CHECK, never REQUIRE: this runs inside a libuv callback, which nothing may throw across.
+  json message = json::parse(text, nullptr, false);
+  CHECK(message.is_object());
+  if (!message.is_object()) return;
+  std::string method = message.value("method", "");
+  if (method == "$/cancelRequest") cancelled.push_back(message["params"]["id"]);
+  if (method != "network/approve") return;
+  asked.push_back(message["params"]);
+  if (script.empty()) FAIL_CHECK("network/approve arrived with no scripted answer: " << text);
+  std::string decision = script.empty() ? "deny" : script.front();
+  if (!script.empty()) script.pop_front();
+  if (decision == "silent") return;
+  json answer{{"jsonrpc", "2.0"}, {"id", message["id"]}, {"result", {{"decision", decision}}}};
+  std::string bytes = framing_.encode(answer.dump());
+  CHECK(write(to_server_, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+}
+
+}  // namespace lockroom::testing

@@ -1,0 +1,54 @@
+// A scripted editor for the sandbox integration tests' approvals: the server's real editor
+// connection (rpc::Connection, Content-Length framing) over two pipes, asked through the same
+// api::ask_editor_to_approve() the editor face uses, and a test-side reader on the loop that
+// answers each network/approve request with the next scripted decision.
+//
+// `declared` is what the client said at initialize (false: nothing is sent and the answer is
+// deny); each script entry is "allowOnce", "allowSandbox", "deny" (sent back as the request's
+// result) or "silent" (no answer: the server's call times out after `timeout` and denies).
+// Every request the server sent is kept in `asked` (its params), every $/cancelRequest in
+// `cancelled`. Loop thread only; lives as long as the test World (whose loop is never closed).
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <uv.h>
+
+#include "server/egress/engine/proxy.h"
+#include "server/rpc/connection.h"
+#include "server/rpc/framing.h"
+
+namespace lockroom::testing {
+
+class EditorStub {
+ public:
+  explicit EditorStub(uv_loop_t* loop);
+  EditorStub(const EditorStub&) = delete;
+  EditorStub& operator=(const EditorStub&) = delete;
+
+  // SandboxEvents::approve_network goes here.
+  void ask(const std::string& sandbox_id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply);
+
+  bool declared = true;
+  std::deque<std::string> script;
+  std::chrono::milliseconds timeout{1500};
+  std::vector<protocol::json> asked;      // params of every network/approve the server sent
+  std::vector<protocol::json> cancelled;  // ids the server withdrew ($/cancelRequest, on its timeout)
+
+ private:
+  static void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf);
+  static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
+  void on_message(const std::string& text);
+
+  int to_server_ = -1;  // the editor's side of the server's input
+  uv_pipe_t* from_server_ = nullptr;
+  std::unique_ptr<rpc::Connection> connection_;
+  rpc::ContentLengthFraming framing_;
+  std::vector<char> buffer_ = std::vector<char>(1u << 16);
+};
+
+}  // namespace lockroom::testing
