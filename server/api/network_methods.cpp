@@ -26,8 +26,8 @@ Result<std::optional<core::NetworkRequest>> read_network_request(const json& par
   const json* network = params.is_object() && params.contains("network") ? &params.at("network") : nullptr;
   if (network && network->is_boolean() && !network->get<bool>()) return std::optional<core::NetworkRequest>{};
   core::NetworkRequest request;
-  auto policy = policy_with_defaults(network && !network->is_boolean() ? *network : json::object(), "network");
-  if (!policy) return policy.error();
+  auto policy = egress::parse_policy(network && !network->is_boolean() ? *network : json::object(), "network");
+  if (!policy) return invalid(policy.error());
   request.policy = std::move(*policy);
   if (params.is_object() && params.contains("secrets")) {
     auto secrets = egress::parse_secrets(params.at("secrets"), "secrets");

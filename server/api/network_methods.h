@@ -13,7 +13,8 @@
 namespace lockroom::api {
 
 // `network` (absent: the default policy; false: no network at all; an object: a policy) and
-// `secrets` of sandbox/create, as the core's request. Fails with -32602 naming the field.
+// `secrets` of sandbox/create, as the core's request, before kits are applied and the default
+// allow list is added (core::finish_network). Fails with -32602 naming the field.
 Result<std::optional<core::NetworkRequest>> read_network_request(const protocol::json& params);
 
 // Registers network/policy; `manager` must outlive the connection's dispatching.

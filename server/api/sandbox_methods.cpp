@@ -5,6 +5,8 @@
 #include "server/api/error_map.h"
 #include "server/api/network_methods.h"
 #include "server/api/workspace_methods.h"
+#include "server/core/kit_request.h"
+#include "server/core/kit_setup.h"
 #include "server/rpc/progress.h"
 
 namespace lockroom::api {
@@ -43,50 +45,91 @@ auto answer_void(Reply reply) {
   };
 }
 
+// The kits named in sandbox/create, found from the workspace, or nothing when none are named.
+Result<std::optional<kits::KitPlan>> read_kits(const protocol::SandboxCreateParams& p) {
+  if (p.kits.empty()) return std::optional<kits::KitPlan>{};
+  auto catalog = kits::KitCatalog::standard(p.workspace ? std::filesystem::path(p.workspace->path) : std::filesystem::path());
+  auto plan = kits::resolve_kits(catalog, p.kits);
+  if (!plan) return plan.error();
+  if (auto supported = core::check_kit_plan_supported(*plan); !supported) return supported.error();
+  return std::optional<kits::KitPlan>(std::move(*plan));
+}
+
+// The sandbox/create answer; `services` are the kits' services when kits were given.
+void answer_created(const Reply& reply, rpc::WorkDoneProgress& progress, const core::CreateResult& r, json services) {
+  progress.end("ready");
+  const auto& t = r.timings;
+  json result{{"sandboxId", r.sandbox_id},
+              {"accel", vm::accel_name(r.accel)},
+              {"state", "ready"},
+              {"limits", limits_json(r.limits)},
+              {"timings", {{"totalMs", t.total_ms}, {"templateMs", t.template_ms}, {"restoreMs", t.restore_ms}}}};
+  if (r.audit_log) result["network"] = json{{"auditLog", r.audit_log->string()}};
+  if (r.workspace) {
+    result["workspace"] = workspace_summary_json(*r.workspace);
+    result["timings"]["snapshotMs"] = t.snapshot_ms;
+    result["timings"]["importMs"] = t.import_ms;
+  }
+  if (!services.is_null()) result["kits"] = json{{"services", std::move(services)}};
+  reply.result(std::move(result));
+}
+
+json services_json(const std::vector<core::KitServiceStarted>& services) {
+  json out = json::array();
+  for (const auto& s : services) out.push_back({{"name", s.name}, {"kit", s.kit}, {"processId", s.process_id}});
+  return out;
+}
+
 }  // namespace
 
-void SandboxMethods::bind(core::SandboxManager& manager) {
+void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& watch) {
   rpc::Dispatcher& d = connection_.dispatcher();
   core::SandboxManager* m = &manager;
+  core::ProcessWatch* w = &watch;
   rpc::Connection* conn = &connection_;
 
-  d.on_request("sandbox/create", [m, conn](const json& params, Reply reply) {
+  d.on_request("sandbox/create", [m, w, conn](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_sandbox_create(reader);
     if (!reader.ok()) return reply.error(reader.error());
-    if (!p.kits.empty())
-      return reply.error(protocol::rpc_error::kInvalidParams, "invalid params: \"kits\" are not supported by this lockroom yet; leave them out");
-    auto progress = std::make_shared<rpc::WorkDoneProgress>(*conn, params);
-    progress->begin("Starting sandbox", 0);
+    auto plan = read_kits(p);
+    if (!plan) return reply.error(to_rpc_error(plan.error()));
     auto network = read_network_request(params);
     if (!network) return reply.error(to_rpc_error(network.error()));
     core::CreateRequest request{to_request(p.resources), std::move(p.env), std::nullopt, std::move(*network)};
     if (p.workspace) request.workspace = to_workspace_request(*p.workspace);
+    if (*plan) {
+      if (auto applied = core::apply_kit_plan(**plan, request); !applied) return reply.error(to_rpc_error(applied.error()));
+    }
+    core::finish_network(request);
+    auto progress = std::make_shared<rpc::WorkDoneProgress>(*conn, params);
+    progress->begin("Starting sandbox", 0);
     m->create(std::move(request),
               [progress](const std::string& message, int percent) { progress->report(message, percent); },
-              [reply, progress, m](Result<core::CreateResult> r) {
+              [reply, progress, m, w, conn, plan = std::move(*plan)](Result<core::CreateResult> r) mutable {
                 if (!r) {
                   progress->end("failed");
                   return reply.error(to_rpc_error(r.error()));
                 }
-                progress->end("ready");
                 if (reply.cancelled()) {
+                  progress->end("cancelled");
                   m->destroy(r->sandbox_id, [](Result<void>) {});  // nobody will use it
                   return;
                 }
-                const auto& t = r->timings;
-                json result{{"sandboxId", r->sandbox_id},
-                            {"accel", vm::accel_name(r->accel)},
-                            {"state", "ready"},
-                            {"limits", limits_json(r->limits)},
-                            {"timings", {{"totalMs", t.total_ms}, {"templateMs", t.template_ms}, {"restoreMs", t.restore_ms}}}};
-                if (r->audit_log) result["network"] = json{{"auditLog", r->audit_log->string()}};
-                if (r->workspace) {
-                  result["workspace"] = workspace_summary_json(*r->workspace);
-                  result["timings"]["snapshotMs"] = t.snapshot_ms;
-                  result["timings"]["importMs"] = t.import_ms;
-                }
-                reply.result(std::move(result));
+                if (!plan) return answer_created(reply, *progress, *r, nullptr);
+                core::KitSetupHooks hooks;
+                hooks.step = [progress](const std::string& message) { progress->report(message, 95); };
+                bool has_workspace = r->workspace.has_value();
+                std::string id = r->sandbox_id;
+                core::KitSetup::run(conn->loop(), *m, *w, id, std::move(*plan), has_workspace, std::move(hooks),
+                                    [reply, progress, m, id, created = std::move(*r)](Result<core::KitSetupReport> report) {
+                                      if (!report) {
+                                        progress->end("failed");
+                                        m->destroy(id, [](Result<void>) {});
+                                        return reply.error(to_rpc_error(report.error()));
+                                      }
+                                      answer_created(reply, *progress, created, services_json(report->services));
+                                    });
               });
   });
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "server/core/sandbox_events.h"
+#include "server/core/process_watch.h"
 #include "server/core/sandbox_manager.h"
 #include "server/rpc/connection.h"
 
@@ -14,8 +15,9 @@ namespace lockroom::api {
 class SandboxMethods final : public core::SandboxEvents {
  public:
   explicit SandboxMethods(rpc::Connection& connection) : connection_(connection) {}
-  // Registers the methods; `manager` must outlive the connection's dispatching.
-  void bind(core::SandboxManager& manager);
+  // Registers the methods; `manager` and `watch` (the process watch between the manager and
+  // these events, for kits' setup processes) must outlive the connection's dispatching.
+  void bind(core::SandboxManager& manager, core::ProcessWatch& watch);
 
   void state_changed(const std::string& id, core::SandboxState state, core::StopReason reason, const std::string& message) override;
   void process_output(const std::string& process_id, core::OutputStream stream, const core::OutputChunk& chunk) override;

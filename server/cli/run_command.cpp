@@ -1,4 +1,4 @@
-// `lockroom run [--cpus N] [--memory MiB] [--timeout S] -- CMD ARGS…`: CMD in a fresh sandbox.
+// `lockroom run [--cpus N] [--memory MiB] [--timeout S] [--kit K…] -- CMD ARGS…`: CMD in a fresh sandbox.
 //
 // The terminal is passed through when stdin is a terminal (raw mode, a pty in the guest, window
 // size kept in step), so an interactive agent CLI works; otherwise output is streamed and stdin
@@ -19,6 +19,9 @@
 #include "server/cli/run_network.h"
 #include "server/cli/run_review.h"
 #include "server/cli/sandbox_config.h"
+#include "server/core/kit_request.h"
+#include "server/core/kit_setup.h"
+#include "server/core/process_watch.h"
 #include "server/common/uv_handle.h"
 #include "server/core/sandbox_manager.h"
 #include "server/rpc/stdio_transport.h"
@@ -37,6 +40,7 @@ struct RunOptions {
   ReviewChoice review;
   bool network = true;             // egress through the policy proxy (default allow list)
   std::vector<std::string> allow;  // extra hosts to allow: HOST or HOST:PORT
+  std::vector<std::string> kits;   // names or kit files (kit_catalog.h)
 };
 
 // Puts the terminal in raw mode for the life of the object.
@@ -78,7 +82,7 @@ class RunSession final : public core::SandboxEvents {
   RunSession(uv_loop_t* loop, RunOptions options) : RunSession(loop, std::move(options), sandbox_config()) {}
   // The sandbox also serves `lockroom diff` / `lockroom apply` from other processes while it runs.
   RunSession(uv_loop_t* loop, RunOptions options, core::ManagerConfig config)
-      : loop_(loop), options_(std::move(options)), control_(loop, config.paths.state, *this), manager_(loop, config, control_) {
+      : loop_(loop), options_(std::move(options)), control_(loop, config.paths.state, *this), watch_(control_), manager_(loop, config, watch_) {
     control_.attach(manager_);
   }
 
@@ -99,6 +103,22 @@ class RunSession final : public core::SandboxEvents {
       }
       request.network = std::move(*network);
     }
+    if (!options_.kits.empty()) {
+      auto plan = kits::resolve_kits(kits::KitCatalog::standard(options_.workspace), options_.kits);
+      if (plan) {
+        if (auto supported = core::check_kit_plan_supported(*plan); !supported) plan = supported.error();
+      }
+      if (plan) {
+        if (auto applied = core::apply_kit_plan(*plan, request); !applied) plan = applied.error();
+      }
+      if (!plan) {
+        std::cerr << "lockroom: " << plan.error().message << std::endl;
+        exit_code_ = 2;
+        return exit_code_;
+      }
+      kits_ = std::move(*plan);
+    }
+    core::finish_network(request);
     manager_.create(request, [](const std::string& message, int) { std::cerr << "lockroom: " << message << std::endl; },
                     [this](Result<core::CreateResult> created) { on_created(std::move(created)); });
     uv_run(loop_, UV_RUN_DEFAULT);
@@ -146,8 +166,30 @@ class RunSession final : public core::SandboxEvents {
       if (withheld.size() > 5) std::cerr << " and " << withheld.size() - 5 << " more";
       std::cerr << std::endl;
     }
+    if (kits_ && !kits_->empty()) {
+      core::KitSetupHooks hooks;
+      hooks.step = [](const std::string& message) { std::cerr << "lockroom: " << message << std::endl; };
+      hooks.output = [](std::string_view bytes) { write_all(STDERR_FILENO, bytes); };
+      bool has_workspace = created->workspace.has_value();
+      kits::KitPlan plan = std::move(*kits_);
+      kits_.reset();
+      core::KitSetup::run(loop_, manager_, watch_, sandbox_id_, std::move(plan), has_workspace, std::move(hooks),
+                          [this, created = std::move(*created)](Result<core::KitSetupReport> report) mutable {
+                            if (!report) {
+                              std::cerr << "lockroom: " << report.error().message << std::endl;
+                              exit_code_ = kSandboxFailed;
+                              return finish();
+                            }
+                            start_command(created);
+                          });
+      return;
+    }
+    start_command(*created);
+  }
+
+  void start_command(const core::CreateResult& created) {
     std::optional<std::string> cwd;
-    if (created->workspace) cwd = core::SandboxWorkspace::kGuestPath;
+    if (created.workspace) cwd = core::SandboxWorkspace::kGuestPath;
     core::ProcessSpec spec{options_.argv, cwd, {}, std::nullopt};
     if (interactive_) spec.pty = window_size();
     manager_.start_process(sandbox_id_, spec, [this](Result<std::string> pid) {
@@ -223,7 +265,9 @@ class RunSession final : public core::SandboxEvents {
   uv_loop_t* loop_;
   RunOptions options_;
   api::ControlEndpoints control_;  // before manager_: the manager reports through it
+  core::ProcessWatch watch_;      // the kits' setup processes are ours, not the terminal's
   core::SandboxManager manager_;
+  std::optional<kits::KitPlan> kits_;
   bool interactive_ = false;
   bool exited_ = false;
   bool told_why_ = false;  // why the sandbox ended under the command was printed
@@ -261,6 +305,8 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   patch_opt->excludes(discard_flag);
   auto no_network = std::make_shared<bool>(false);
   cmd->add_flag("--no-network", *no_network, "no way out at all (default: through lockroom's policy proxy)");
+  cmd->add_option("--kit", options->kits, "give the sandbox this kit (repeatable): a name from `lockroom kit ls`, or a kit file")
+      ->allow_extra_args(false);
   cmd->add_option("--allow", options->allow, "also allow HOST or HOST:PORT (repeatable); see protocol/network.md")
       ->allow_extra_args(false);
   cmd->add_option("command", options->argv, "the command and its arguments, after --")->required();

@@ -27,7 +27,7 @@ Result<core::NetworkRequest> network_request(const std::vector<std::string>& all
     policy.rules.push_back(std::move(*parsed));
   }
   core::NetworkRequest request;
-  request.policy = egress::with_default_allow(std::move(policy), core::SandboxNetwork::default_allow());
+  request.policy = std::move(policy);  // kits and the default allow list are added by the caller (core/kit_request.h)
   return request;
 }
 

@@ -11,7 +11,8 @@
 
 namespace lockroom::cli {
 
-// The default allow list plus an allow rule per "HOST" or "HOST:PORT".
+// An allow rule per "HOST" or "HOST:PORT"; the caller adds the kits and then the default allow
+// list (core::apply_kit_plan, core::finish_network).
 Result<core::NetworkRequest> network_request(const std::vector<std::string>& allow);
 
 // "lockroom: 3 connections were denied: example.com:443 (default) ×2, ..." to stderr; nothing

@@ -66,7 +66,8 @@ int run_serve(const ServeOptions& options, const std::string& version) {
     core::ManagerConfig config = sandbox_config();
     // Each sandbox also serves `lockroom diff` / `lockroom apply` from other processes.
     api::ControlEndpoints control(&loop, config.paths.state, events);
-    core::SandboxManager manager(&loop, config, control);
+    core::ProcessWatch processes(control);  // the kits' setup processes are lockroom's, not the editor's
+    core::SandboxManager manager(&loop, config, processes);
     control.attach(manager);
     auto finish = [&](int code) {
       if (finishing) return;
@@ -78,7 +79,7 @@ int run_serve(const ServeOptions& options, const std::string& version) {
     };
     rpc::LspServer server(connection, protocol::ServerInfo{"lockroom", version}, finish);
     rpc::register_builtin_methods(connection);
-    events.bind(manager);
+    events.bind(manager, processes);
     api::bind_workspace_methods(connection, manager);
     api::bind_network_methods(connection, manager);
     events.set_client_can_approve([&server] { return server.client().network_approval; });

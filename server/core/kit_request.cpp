@@ -54,6 +54,15 @@ Result<void> apply_kit_plan(const kits::KitPlan& plan, CreateRequest& request) {
   return {};
 }
 
+Result<void> check_kit_plan_supported(const kits::KitPlan& plan) {
+  if (plan.packages.empty()) return {};
+  std::string list;
+  for (std::size_t i = 0; i < plan.packages.size() && i < 4; ++i) list += (i ? ", " : "") + plan.packages[i];
+  if (plan.packages.size() > 4) list += ", …";
+  return make_error(ErrorCode::kUnavailable, "the kits ask for Debian packages (" + list +
+                                                 ") and this lockroom cannot add packages to the guest image yet; see kits/README.md");
+}
+
 void finish_network(CreateRequest& request) {
   if (request.network) request.network->policy = egress::with_default_allow(std::move(request.network->policy), SandboxNetwork::default_allow());
 }

@@ -22,6 +22,9 @@ egress::Policy merge_policies(egress::Policy first, const egress::Policy& then);
 
 Result<void> apply_kit_plan(const kits::KitPlan& plan, CreateRequest& request);
 
+// Whether this lockroom can give a sandbox everything the plan asks for (not yet: packages).
+Result<void> check_kit_plan_supported(const kits::KitPlan& plan);
+
 // Adds the default allow list to a request's policy when it uses it.
 void finish_network(CreateRequest& request);
 

@@ -84,7 +84,7 @@ void KitSetup::write_file(const kits::KitFile& file) {
       self->watch_.watch(pid, {[self](OutputStream, std::string_view bytes) { self->tail_.append(bytes.substr(0, kKitFailureTailBytes)); },
                                [self, what](const ProcessExit& exit) {
                                  if (exit.exit_code == 0) return self->next();
-                                 self->finish(make_error(ErrorCode::kInvalidInput, "kit setup could not write " + what + ": " +
+                                 self->finish(make_error(ErrorCode::kUnavailable, "kit setup could not write " + what + ": " +
                                                                                        self->tail_.substr(0, 500)));
                                }});
       if (auto w = self->manager_.write_stdin(pid, content); !w) return self->finish(w.error());
@@ -121,7 +121,7 @@ void KitSetup::run_command(const kits::KitCommand& command) {
                                                         : self->tail_;
                                  std::string why = *timed_out ? "did not finish within " + std::to_string(timeout.count()) + " s and was killed"
                                                               : describe_exit(exit);
-                                 self->finish(make_error(ErrorCode::kInvalidInput, "kit setup failed: " + what + " " + why +
+                                 self->finish(make_error(ErrorCode::kUnavailable, "kit setup failed: " + what + " " + why +
                                                                                        (tail.empty() ? std::string(" (no output)") : "; its last output:\n" + tail)));
                                }});
     });
