@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -58,7 +59,8 @@ struct Dialer {
 
 }  // namespace
 
-GuestLink::GuestLink(uv_loop_t* loop) : channel_(std::make_unique<channel::GuestChannel>(loop)) {}
+GuestLink::GuestLink(uv_loop_t* loop, channel::ChannelOptions options)
+    : channel_(std::make_unique<channel::GuestChannel>(loop, std::move(options))) {}
 
 GuestLink::~GuestLink() = default;
 
@@ -69,9 +71,14 @@ void GuestLink::connect(uv_loop_t* loop, std::filesystem::path socket, std::chro
   uv_timer_init(loop, dialer->timer);
   dialer->path = std::move(socket);
   dialer->deadline = std::chrono::steady_clock::now() + deadline;
-  dialer->done = [loop, on_failed = std::move(on_failed), done = std::move(done)](Result<int> fd) mutable {
+  dialer->done = [loop, until = dialer->deadline, on_failed = std::move(on_failed), done = std::move(done)](Result<int> fd) mutable {
     if (!fd) return done(fd.error());
-    std::unique_ptr<GuestLink> link(new GuestLink(loop));
+    // QEMU accepts the socket before the guest's agent runs: a guest still booting (slow under
+    // TCG on a busy host) answers hello late, so hello may take what is left of the deadline.
+    channel::ChannelOptions options;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    options.hello_timeout = std::max(options.hello_timeout, left);
+    std::unique_ptr<GuestLink> link(new GuestLink(loop, std::move(options)));
     channel::GuestChannel* channel = link->channel_.get();
     // The link travels through the hello callback and comes out in `done`.
     auto pending = std::make_shared<std::unique_ptr<GuestLink>>(std::move(link));

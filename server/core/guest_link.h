@@ -36,7 +36,7 @@ class GuestLink {
   void close(std::function<void()> done);
 
  private:
-  explicit GuestLink(uv_loop_t* loop);
+  GuestLink(uv_loop_t* loop, channel::ChannelOptions options);
   std::unique_ptr<channel::GuestChannel> channel_;
   std::unique_ptr<channel::AgentClient> agent_;
 };
