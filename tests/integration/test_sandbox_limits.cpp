@@ -190,7 +190,7 @@ TEST_CASE("a sandbox's disk limit: writing past it fails with ENOSPC, reported o
   w.destroy(sb);
 }
 
-TEST_CASE("a fork bomb under maxProcesses 8 is contained and reported once; the sandbox keeps answering", "[sandbox][limits][processes]") {
+TEST_CASE("a fork bomb under maxProcesses 8 is contained and reported once, the sandbox keeps answering", "[sandbox][limits][processes]") {
   LimitsWorld& w = limits_world();
   core::ResourceRequest resources;
   resources.max_processes = 8;

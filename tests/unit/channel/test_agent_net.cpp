@@ -297,7 +297,7 @@ TEST_CASE("net: the proxy ports come from the kernel command line and flags", "[
 
 // ---- the real agent
 
-TEST_CASE("net: nothing listens before net.enable; the result names the bound ports", "[channel][net][e2e]") {
+TEST_CASE("net: nothing listens before net.enable, the result names the bound ports", "[channel][net][e2e]") {
   Net n(std::nullopt, false);
   CHECK(n.output_of({"sh", "-c", "echo \"[$HTTP_PROXY]\""}) == "[]\n");
   n.enable();

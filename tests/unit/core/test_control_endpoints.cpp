@@ -52,7 +52,7 @@ struct Recorder final : core::SandboxEvents {
 
 }  // namespace
 
-TEST_CASE("the named sandbox is found by id or prefix; otherwise the error says what exists", "[control]") {
+TEST_CASE("the named sandbox is found by id or prefix, otherwise the error says what exists", "[control]") {
   TempDir root("lockroom-control-root");
   auto none = find_control_target(root.path, "sb-1", alive);
   REQUIRE_FALSE(none.ok());

@@ -110,7 +110,7 @@ TEST_CASE("a control socket is private, answers its bound methods only, and goes
   CHECK(loop.finish() == 0);
 }
 
-TEST_CASE("peers past the limit are closed at once; the others keep working", "[control]") {
+TEST_CASE("peers past the limit are closed at once, the others keep working", "[control]") {
   TestLoop loop;
   TempDir dir("lockroom-control");
   fs::path path = dir.path / "control.sock";
@@ -142,7 +142,7 @@ TEST_CASE("peers past the limit are closed at once; the others keep working", "[
   CHECK(loop.finish() == 0);
 }
 
-TEST_CASE("an over-long request line is refused and skipped; the next request is answered", "[control]") {
+TEST_CASE("an over-long request line is refused and skipped, the next request is answered", "[control]") {
   TestLoop loop;
   TempDir dir("lockroom-control");
   fs::path path = dir.path / "control.sock";
