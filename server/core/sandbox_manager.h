@@ -132,6 +132,7 @@ class SandboxManager : private SandboxEvents {
   void process_output(const std::string& process_id, OutputStream stream, const OutputChunk& chunk) override;
   void process_bytes(const std::string& process_id, OutputStream stream, std::string_view bytes) override;
   void process_exited(const std::string& process_id, const ProcessExit& exit) override;
+  void limit_reached(const std::string& sandbox_id, const LimitEvent& event) override { events_.limit_reached(sandbox_id, event); }
 
   void ensure_image(CreateProgress progress, std::function<void(Result<vm::image::GuestImage>)> done);
   void ensure_template(const Resources& limits, CreateProgress progress, std::function<void(Result<BaseTemplate>)> done);
