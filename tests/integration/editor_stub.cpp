@@ -30,6 +30,24 @@ EditorStub::EditorStub(uv_loop_t* loop) {
   REQUIRE(uv_read_start(reinterpret_cast<uv_stream_t*>(from_server_), on_alloc, on_read) == 0);
 }
 
+void EditorStub::close(std::function<void()> done) {
+  ::close(to_server_);
+  to_server_ = -1;
+  auto pending = std::make_shared<int>(2);
+  auto one_closed = [pending, done] {
+    if (--*pending == 0) done();
+  };
+  from_server_->data = new std::function<void()>(one_closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(from_server_), [](uv_handle_t* handle) {
+    auto* then = static_cast<std::function<void()>*>(handle->data);
+    delete reinterpret_cast<uv_pipe_t*>(handle);
+    (*then)();
+    delete then;
+  });
+  from_server_ = nullptr;
+  connection_->close(one_closed);
+}
+
 void EditorStub::ask(const std::string& sandbox_id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) {
   api::ask_editor_to_approve(*connection_, declared, sandbox_id, question, std::move(reply), timeout);
 }

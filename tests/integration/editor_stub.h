@@ -7,11 +7,12 @@
 // deny); each script entry is "allowOnce", "allowSandbox", "deny" (sent back as the request's
 // result) or "silent" (no answer: the server's call times out after `timeout` and denies).
 // Every request the server sent is kept in `asked` (its params), every $/cancelRequest in
-// `cancelled`. Loop thread only; lives as long as the test World (whose loop is never closed).
+// `cancelled`. Loop thread only; the World makes one on demand and the test closes it.
 #pragma once
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ class EditorStub {
   explicit EditorStub(uv_loop_t* loop);
   EditorStub(const EditorStub&) = delete;
   EditorStub& operator=(const EditorStub&) = delete;
+
+  // Closes the connection and the pipes (their handles are freed in their close callbacks); `done`
+  // runs on the loop when all of it is closed. Nothing may be asked afterwards.
+  void close(std::function<void()> done);
 
   // SandboxEvents::approve_network goes here.
   void ask(const std::string& sandbox_id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply);

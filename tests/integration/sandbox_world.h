@@ -60,8 +60,6 @@ struct World {
   std::unique_ptr<core::SandboxManager> manager;
   World() {
     uv_loop_init(&loop);
-    editor = std::make_unique<EditorStub>(&loop);
-    events.editor = editor.get();
     core::ManagerConfig config;
     config.paths.cache = default_paths().cache;
     config.paths.state = state.dir;
@@ -98,6 +96,21 @@ struct World {
   core::ProcessExit wait_exit(const std::string& pid) {
     run_until([&] { return events.exits.count(pid) != 0; });
     return events.exits[pid];
+  }
+  // The scripted editor that answers approvals, made on first use; close_editor() before the
+  // test ends, so the loop has no handles of it left (a later test may close the loop).
+  EditorStub& editor_stub() {
+    if (!editor) editor = std::make_unique<EditorStub>(&loop);
+    events.editor = editor.get();
+    return *editor;
+  }
+  void close_editor() {
+    if (!editor) return;
+    events.editor = nullptr;
+    bool closed = false;
+    editor->close([&] { closed = true; });
+    run_until([&] { return closed; });
+    editor.reset();
   }
   // Runs `script` with the guest's sh, stderr folded into stdout; returns all of its output.
   std::string sh(const std::string& sandbox, const std::string& script) {

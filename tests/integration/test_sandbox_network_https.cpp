@@ -261,7 +261,7 @@ TEST_CASE("approvals from a guest: not declared, deny, no answer, allow once, al
   const int port = upstream->port();
   const std::string p = std::to_string(port);
   World& w = world();
-  EditorStub& editor = *w.editor;
+  EditorStub& editor = w.editor_stub();
   // Only the address is named (so it passes the private-address gate); the name localhost is
   // covered by no rule, so it is asked about.
   json policy{{"rules", json::array({allow("127.0.0.1", port, "upstream-address")})}, {"unmatched", "ask"}, {"defaultAllow", false}};
@@ -326,4 +326,5 @@ TEST_CASE("approvals from a guest: not declared, deny, no answer, allow once, al
   CHECK(seen[4] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT (the user answered allow for this sandbox)");
   CHECK(seen[5] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT (https localhost:" + p + " is allowed by rule user (localhost))");
   w.destroy(sb.id);
+  w.close_editor();
 }
