@@ -190,7 +190,7 @@ void SandboxManager::ensure_template(const Resources& limits, CreateProgress pro
     // snapshot holds an agent waiting for a new host.
     auto socket_deadline = config_.boot_timeout;
     spec.readiness = [socket_deadline](vm::Vm& vm, std::function<void(Result<void>)> ready) {
-      connect_booting_guest(vm.loop(), vm.paths().channel_socket, std::chrono::steady_clock::now() + socket_deadline,
+      connect_booting_guest(vm, std::chrono::steady_clock::now() + socket_deadline,
                             [ready](Result<std::unique_ptr<GuestLink>> link) {
                               if (!link) return ready(link.error());
                               close_and_release(std::move(*link), [ready] { ready({}); });

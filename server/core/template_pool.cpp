@@ -60,15 +60,22 @@ std::string real_path(const std::string& path) {
 
 }  // namespace
 
-void connect_booting_guest(uv_loop_t* loop, fs::path socket, std::chrono::steady_clock::time_point deadline,
+void connect_booting_guest(vm::Vm& vm, std::chrono::steady_clock::time_point deadline,
                            std::function<void(Result<std::unique_ptr<GuestLink>>)> done) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   if (left.count() <= 0) return done(make_error(ErrorCode::kLimitExceeded, "the template guest's agent never answered"));
-  GuestLink::connect(loop, socket, left, nullptr, [loop, socket, deadline, done](Result<std::unique_ptr<GuestLink>> link) {
-    if (link || std::chrono::steady_clock::now() >= deadline) return done(std::move(link));
-    spdlog::debug("template guest not answering yet ({}); connecting again", link.error().message);
-    connect_booting_guest(loop, socket, deadline, done);
-  });
+  // Each attempt dials for at most 2 s, so a guest that was killed meanwhile ends the retries.
+  auto attempt = std::min(left, std::chrono::milliseconds(2000));
+  auto lifetime = vm.lifetime();
+  vm::Vm* raw = &vm;
+  GuestLink::connect(vm.loop(), vm.paths().channel_socket, attempt, nullptr,
+                     [raw, lifetime, deadline, done](Result<std::unique_ptr<GuestLink>> link) {
+                       auto alive = lifetime.lock();
+                       if (!alive || !*alive) return done(make_error(ErrorCode::kCancelled, "the template guest went away"));
+                       if (link || std::chrono::steady_clock::now() >= deadline) return done(std::move(link));
+                       spdlog::debug("template guest not answering yet ({}); connecting again", link.error().message);
+                       connect_booting_guest(*raw, deadline, done);
+                     });
 }
 
 std::string snapshot_options_digest(const WorkspaceRequest& r) {
@@ -231,7 +238,7 @@ void TemplatePool::build_workspace(const BaseTemplate& base, const WorkspaceRequ
     // the snapshot holds an agent waiting for a new host.
     build.readiness = [ws, timeout](vm::Vm& vm, std::function<void(Result<void>)> ready) {
       auto deadline = std::chrono::steady_clock::now() + timeout;
-      connect_booting_guest(vm.loop(), vm.paths().channel_socket, deadline, [ws, ready](Result<std::unique_ptr<GuestLink>> link) {
+      connect_booting_guest(vm, deadline, [ws, ready](Result<std::unique_ptr<GuestLink>> link) {
         if (!link) return ready(link.error());
         auto held = std::make_shared<std::unique_ptr<GuestLink>>(std::move(*link));
         auto close_then = [held, ready](Result<void> r) { close_and_release(std::move(*held), [ready, r] { ready(r); }); };

@@ -97,8 +97,9 @@ class TemplatePool {
 };
 
 // Connects to a booting template guest's agent: a hello that times out while the guest still
-// boots (slow under TCG on a busy host) is retried on a new connection until `deadline`.
-void connect_booting_guest(uv_loop_t* loop, std::filesystem::path socket, std::chrono::steady_clock::time_point deadline,
+// boots (slow under TCG on a busy host) is retried on a new connection until `deadline`, or
+// until the VM goes away (each attempt dials for at most 2 s).
+void connect_booting_guest(vm::Vm& vm, std::chrono::steady_clock::time_point deadline,
                            std::function<void(Result<std::unique_ptr<GuestLink>>)> done);
 
 // A digest of the snapshot options that decide what a workspace's snapshot may contain.
