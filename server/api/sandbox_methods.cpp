@@ -63,7 +63,8 @@ void answer_created(const Reply& reply, rpc::WorkDoneProgress& progress, const c
               {"accel", vm::accel_name(r.accel)},
               {"state", "ready"},
               {"limits", limits_json(r.limits)},
-              {"timings", {{"totalMs", t.total_ms}, {"templateMs", t.template_ms}, {"restoreMs", t.restore_ms}}}};
+              {"timings", {{"totalMs", t.total_ms}, {"templateMs", t.template_ms}, {"restoreMs", t.restore_ms}}},
+              {"templateSource", core::template_source_name(r.template_source)}};
   if (r.audit_log) result["network"] = json{{"auditLog", r.audit_log->string()}};
   if (r.workspace) {
     result["workspace"] = workspace_summary_json(*r.workspace);

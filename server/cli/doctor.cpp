@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "server/common/subprocess.h"
+#include "server/vm/image/guest_tools.h"
 
 namespace lockroom::cli {
 
@@ -74,6 +75,7 @@ MachineReport probe_machine(const std::string& lockroom_version) {
     }
   }
   r.apt_available = find_program("apt-get").has_value() && find_program("dpkg-deb").has_value();
+  for (const auto& missing : vm::image::find_guest_tools().missing) r.guest_tools_missing.push_back(missing.reason);
   Paths paths = default_paths();
   r.cache = disk_info(paths.cache);
   r.state = disk_info(paths.state);
@@ -100,6 +102,8 @@ std::string render_text(const MachineReport& r) {
                                                         : "busybox at " + r.busybox_path);
   line(r.apt_available, r.apt_available ? "apt-get and dpkg-deb, to fetch the guest kernel package"
                                         : "apt-get/dpkg-deb missing: the guest kernel cannot be fetched (Debian or Ubuntu hosts only)");
+  if (r.guest_tools_missing.empty()) line(true, "curl and git over https for the guest (from this host)");
+  for (const auto& why : r.guest_tools_missing) out << "  info  optional: " << why << "\n";
   out << "\nStorage\n";
   for (const auto& [label, d] : {std::pair{"cache", r.cache}, std::pair{"state", r.state}}) {
     out << "  info  " << label << ": " << d.path << " ("
@@ -125,6 +129,7 @@ nlohmann::json render_json(const MachineReport& r) {
       {"accel", {{"choice", vm::accel_name(r.accel.accel)}, {"reason", r.accel.reason}}},
       {"busybox", r.busybox_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.busybox_path)},
       {"apt", r.apt_available},
+      {"guestToolsMissing", r.guest_tools_missing},
       {"cache", disk(r.cache)},
       {"state", disk(r.state)},
   };

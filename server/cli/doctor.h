@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,7 @@ struct MachineReport {
   vm::AccelChoice accel;
   std::string busybox_path;  // a static busybox for the guest image, empty when missing
   bool apt_available = false;  // apt-get + dpkg-deb, to fetch the guest kernel
+  std::vector<std::string> guest_tools_missing;  // optional guest programs (curl, git over https) the host lacks, with the fix
   DiskInfo cache;
   DiskInfo state;
 

@@ -220,7 +220,8 @@ TEST_CASE("template store: eviction keeps the most recently used within the caps
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   auto base_key = publish_one(t.dirs, "base");
-  // Using the oldest makes it the most recent.
+  // Using the oldest makes it the most recent (a tick later: file times are coarse, a few ms).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   REQUIRE(load_stored(t.dirs, keys[0], "ws 0").ok());
   auto listed = list_stored(t.dirs);
   REQUIRE(listed.size() == 4);
