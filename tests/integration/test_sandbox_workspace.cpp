@@ -138,7 +138,7 @@ TEST_CASE("the workspace arrives in the guest as a clean git checkout, secrets a
   CHECK(s.guest("test -x tool.sh && readlink link-to-app") == "src/app.c\n");
 }
 
-TEST_CASE("the guest's edits come back as changes; the host is untouched until apply", "[sandbox][workspace]") {
+TEST_CASE("the guest's edits come back as changes, the host is untouched until apply", "[sandbox][workspace]") {
   WorkspaceSandbox s;
   std::string before = s.repo.fingerprint();
   s.guest("printf 'int main(void) {\\n  return 42;\\n}\\n' > src/app.c && rm untracked.txt && git mv -f README.md README.txt && "

@@ -113,7 +113,7 @@ void write_file(const fs::path& p, const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("templates: a later run restores from the cached template instead of booting; damage is detected and rebuilt",
+TEST_CASE("templates: a later run restores from the cached template instead of booting, damage is detected and rebuilt",
           "[integration][templates]") {
   TemplateCache cache;
   {

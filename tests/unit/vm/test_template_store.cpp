@@ -120,7 +120,7 @@ TEST_CASE("template store: meta.json round-trips and refuses another format", "[
   CHECK_FALSE(meta_from_json(j).ok());
 }
 
-TEST_CASE("template store: a published template loads; the second publisher of a key loses", "[vm][templates]") {
+TEST_CASE("template store: a published template loads, the second publisher of a key loses", "[vm][templates]") {
   TempDirs t;
   auto meta = meta_for("identity A");
   auto first = fake_build(t.dirs, meta.key);
