@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "server/core/process_watch.h"
 #include "server/core/sandbox_manager.h"
 #include "tests/integration/editor_stub.h"
 #include "tests/integration/guest_fixture.h"
@@ -56,6 +57,7 @@ struct World {
   uv_loop_t loop{};
   testing::TempState state;
   Recorder events;
+  core::ProcessWatch watch{events};  // kits' setup processes are the test's, not the recorder's
   std::unique_ptr<EditorStub> editor;
   std::unique_ptr<core::SandboxManager> manager;
   World() {
@@ -65,7 +67,7 @@ struct World {
     config.paths.state = state.dir;
     config.accel = vm::choose_accel(vm::probe_host_virt(), vm::AccelPreference::kAuto).accel;
     config.agent = LOCKROOM_AGENT;
-    manager = std::make_unique<core::SandboxManager>(&loop, config, events);
+    manager = std::make_unique<core::SandboxManager>(&loop, config, watch);
   }
   // Runs the loop until `done()` holds, or fails after `limit`.
   template <typename Pred>
