@@ -117,7 +117,9 @@ void TemplatePool::base(const vm::VmSpec& spec, const std::string& image_hash, B
       [this, alive, spec, done](Result<Keyed> keyed) {
         if (!*alive) return;
         if (!keyed) return done(keyed.error());
-        auto [identity, key] = *keyed;
+        // Named copies, not a structured binding: clang 14 (the fuzz build) cannot capture those.
+        std::string identity = keyed->identity;
+        std::string key = keyed->key;
         if (auto it = bases_.find(key); it != bases_.end()) return done(BaseTemplate{it->second, identity, false, false});
         if (!base_waiters_[key].join(done)) return;
         if (!config_.persistent) return boot_base(spec, key, identity);
