@@ -1,6 +1,8 @@
 // SandboxManager; see sandbox_manager.h.
 #include "server/core/sandbox_manager.h"
 
+#include "server/core/host_random.h"
+
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -82,22 +84,7 @@ void run_image_job(uv_loop_t* loop, ImageJob* job) {
       });
 }
 
-std::string random_entropy(std::size_t n) {
-  std::string out(n, '\0');
-  std::size_t got = 0;
-  while (got < n) {
-    ssize_t r = getrandom(out.data() + got, n - got, 0);
-    if (r <= 0) break;
-    got += static_cast<std::size_t>(r);
-  }
-  return out;
-}
 
-std::int64_t unix_time_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
 
 // Objects sent into a guest restored from a workspace template beyond which the template is
 // rebuilt (in the background) at the newer snapshot.

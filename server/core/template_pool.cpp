@@ -1,6 +1,8 @@
 // TemplatePool; see template_pool.h.
 #include "server/core/template_pool.h"
 
+#include "server/core/host_random.h"
+
 #include <sys/random.h>
 #include <climits>
 #include <cstdlib>
@@ -24,22 +26,7 @@ struct Keyed {
   std::string identity, key;
 };
 
-std::string fresh_entropy(std::size_t n) {
-  std::string out(n, '\0');
-  std::size_t got = 0;
-  while (got < n) {
-    ssize_t r = getrandom(out.data() + got, n - got, 0);
-    if (r <= 0) break;
-    got += static_cast<std::size_t>(r);
-  }
-  return out;
-}
 
-std::int64_t wall_clock_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
 
 // Loads `key` for `identity`; a template that is there but fails its checks is removed.
 std::optional<vm::StoredTemplate> load_or_remove(const vm::TemplateDirs& dirs, const std::string& key, const std::string& identity,
@@ -245,8 +232,8 @@ void TemplatePool::build_workspace(const BaseTemplate& base, const WorkspaceRequ
         auto held = std::make_shared<std::unique_ptr<GuestLink>>(std::move(*link));
         auto close_then = [held, ready](Result<void> r) { close_and_release(std::move(*held), [ready, r] { ready(r); }); };
         wire::ResumeParams resume;
-        resume.unix_time_ns = wall_clock_ns();
-        resume.entropy = fresh_entropy(64);
+        resume.unix_time_ns = unix_time_ns();
+        resume.entropy = random_entropy(64);
         (*held)->agent().resume(resume, [ws, held, close_then](Result<wire::ResumeResult> r) {
           if (!r) return close_then(r.error());
           if (!*held) return close_then(make_error(ErrorCode::kUnavailable, "the guest link closed"));
