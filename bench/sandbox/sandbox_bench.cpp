@@ -3,8 +3,10 @@
 //
 //   lockroom-bench-sandbox [--runs N] [--cold-runs N] [--idle N] [--stdout-mib N]
 //
-// 0. cold start: a manager with no template boots one on its first create (cold boot of the
-//    image, snapshot, restore) -> first output of `echo`; a fresh manager each run.
+// 0. cold start: a manager with no template and no template cache boots one on its first create
+//    (cold boot of the image, snapshot, restore) -> first output of `echo`; a fresh manager each
+//    run. Then the same with the template cache on: a new process (a new `lockroom run`) finds
+//    the template an earlier one stored and restores from it.
 // 1. create -> first output: sandbox create (restore from the template) immediately followed by
 //    process start of `echo`, timed to the first output byte. N runs, one fresh sandbox each.
 // 2. exec round trip: start of `true` -> its exit, in one live sandbox, N runs; peers on the
@@ -79,12 +81,14 @@ struct Bench {
     std::error_code ec;
     std::filesystem::remove_all(state_dir, ec);
   }
-  // A new manager has no template yet: its first create boots one (the cold path).
-  void fresh_manager() {
+  // A new manager has no template in memory. Without the template cache its first create boots
+  // one (the cold path); with it, the first create restores what an earlier manager stored.
+  void fresh_manager(bool template_cache = true) {
     drop_manager();
     sink = Sink{};  // process ids start again at p-1
     core::ManagerConfig config;
     config.paths.cache = default_paths().cache;
+    config.persistent_templates = template_cache;
     config.paths.state = state_dir;
     config.accel = vm::choose_accel(vm::probe_host_virt(), vm::AccelPreference::kAuto).accel;
     config.agent = LOCKROOM_AGENT;
@@ -97,10 +101,15 @@ struct Bench {
     while (!done) uv_run(&loop, UV_RUN_ONCE);
     manager.reset();
   }
-  // create + start `echo`, timed from the create call to the first output byte.
-  double create_to_first_output(double* create_ms = nullptr) {
+  // create + start `echo`, timed from the create call to the first output byte. When `expect`
+  // is given, the create must have got its template from there (the run measures what it says).
+  double create_to_first_output(double* create_ms = nullptr, std::optional<core::TemplateSource> expect = std::nullopt) {
     auto start = Clock::now();
-    std::string sb = create();
+    core::CreateResult created = create_result();
+    if (expect && created.template_source != *expect)
+      throw std::runtime_error(std::string("expected a template from ") + core::template_source_name(*expect) + ", got one from " +
+                               core::template_source_name(created.template_source));
+    std::string sb = created.sandbox_id;
     if (create_ms) *create_ms = ms(start, Clock::now());
     std::string pid = this->start(sb, {"echo", "hello"});
     run_until([&] { return sink.first_output.count(pid) != 0; });
@@ -123,11 +132,12 @@ struct Bench {
     if (!r->ok()) throw std::runtime_error(r->error().message);
     return std::move(**r);
   }
-  std::string create() {
+  core::CreateResult create_result() {
     std::optional<Result<core::CreateResult>> r;
     manager->create({}, nullptr, [&](Result<core::CreateResult> v) { r = std::move(v); });
-    return take(r).sandbox_id;
+    return take(r);
   }
+  std::string create() { return create_result().sandbox_id; }
   std::string start(const std::string& sb, std::vector<std::string> argv) {
     std::optional<Result<std::string>> r;
     manager->start_process(sb, core::ProcessSpec{std::move(argv), std::nullopt, {}, std::nullopt},
@@ -179,13 +189,20 @@ int main(int argc, char** argv) {
   std::cerr << "warming up: the guest image (built once, then cached)...\n";
   b.create_to_first_output();
 
-  // 0. cold: a manager without a template boots one for its first create (boot, snapshot,
-  //    restore); without templates every sandbox would pay this.
-  std::vector<double> cold;
+  // 0. cold: a manager without a template (and without the cache) boots one for its first
+  //    create (boot, snapshot, restore); without templates every sandbox would pay this.
+  std::vector<double> cold, from_cache;
   for (int i = 0; i < cold_runs; ++i) {
     std::cerr << "cold start " << i + 1 << "/" << cold_runs << "\r";
-    b.fresh_manager();
-    cold.push_back(b.create_to_first_output());
+    b.fresh_manager(false);
+    cold.push_back(b.create_to_first_output(nullptr, core::TemplateSource::kBooted));
+  }
+  std::cerr << "\n";
+  // 0b. a new process whose template an earlier one stored (the warm-up's manager did).
+  for (int i = 0; i < cold_runs; ++i) {
+    std::cerr << "template from the cache " << i + 1 << "/" << cold_runs << "\r";
+    b.fresh_manager(true);
+    from_cache.push_back(b.create_to_first_output(nullptr, core::TemplateSource::kCache));
   }
   std::cerr << "\n";
 
@@ -239,11 +256,12 @@ int main(int argc, char** argv) {
 
   auto fo = bench::stats(first_output), co = bench::stats(create_only);
   auto gt = bench::stats(guest_true), ht = bench::stats(host_true);
-  auto cs = bench::stats(cold);
-  std::printf("\naccel: %s; cold starts: %d; other rows: %d runs\n\n", std::string(vm::accel_name(b.manager->accel())).c_str(),
+  auto cs = bench::stats(cold), fc = bench::stats(from_cache);
+  std::printf("\naccel: %s; cold starts and new processes: %d each; other rows: %d runs\n\n", std::string(vm::accel_name(b.manager->accel())).c_str(),
               cold_runs, runs);
   std::printf("| what | median | min | max |\n|---|---:|---:|---:|\n");
   bench::row("cold: boot a template, snapshot, restore -> first output", cs);
+  bench::row("new process: template from the cache, restore -> first output", fc);
   bench::row("sandbox/create (restore, resume, limits)", co);
   bench::row("create -> first output of `echo`", fo);
   bench::row("exec round trip `true` in the guest", gt);
@@ -257,7 +275,7 @@ int main(int argc, char** argv) {
     std::printf("| QEMU PSS (MiB) | %.1f | %.1f | %.1f |\n| QEMU RSS (MiB) | %.1f | %.1f | %.1f |\n", p.median, p.min,
                 p.max, r.median, r.min, r.max);
   }
-  std::printf("\nratios: cold / restored create -> first output %.1fx; exec in guest / fork-exec on host %.1fx", cs.median / fo.median, gt.median / ht.median);
+  std::printf("\nratios: cold / restored create -> first output %.1fx; new process from the cache / restored %.1fx; exec in guest / fork-exec on host %.1fx", cs.median / fo.median, fc.median / fo.median, gt.median / ht.median);
   if (bwrap) std::printf(", / bwrap %.1fx", gt.median / bench::stats(bwrap_true).median);
   std::printf("; guest / host throughput %.2f\n", host_mbps > 0 ? guest_mbps / host_mbps : 0.0);
   return 0;
