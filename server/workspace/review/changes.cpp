@@ -77,6 +77,7 @@ Result<Changes> Changes::compute(git_repository* store, const git_oid& base_tree
   changes.options_ = options;
 
   std::size_t count = git_diff_num_deltas(changes.diff_.get());
+  std::uint64_t kept_bytes = 0;
   for (std::size_t i = 0; i < count; ++i) {
     auto patch = patch_of(changes.diff_.get(), i);
     if (!patch) return patch.error();
@@ -94,6 +95,9 @@ Result<Changes> Changes::compute(git_repository* store, const git_oid& base_tree
     git_patch_line_stats(&context, &added, &removed, patch->get());
     file.added_lines = added;
     file.removed_lines = removed;
+    // Kept for diff(), which would compute the same patch again, while they stay small.
+    kept_bytes += delta->old_file.size + delta->new_file.size;
+    changes.patches_.push_back(kept_bytes <= kMaxKeptPatchBytes ? std::move(*patch) : PatchPtr());
     changes.files_.push_back(std::move(file));
     changes.delta_of_.push_back(i);
   }
@@ -106,12 +110,15 @@ Result<Changes> Changes::compute(git_repository* store, const git_oid& base_tree
   });
   std::vector<FileChange> files;
   std::vector<std::size_t> delta_of;
+  std::vector<PatchPtr> patches;
   for (std::size_t i : order) {
     files.push_back(std::move(changes.files_[i]));
     delta_of.push_back(changes.delta_of_[i]);
+    patches.push_back(std::move(changes.patches_[i]));
   }
   changes.files_ = std::move(files);
   changes.delta_of_ = std::move(delta_of);
+  changes.patches_ = std::move(patches);
   return changes;
 }
 
@@ -126,15 +133,21 @@ const FileChange* Changes::find(std::string_view path) const {
 }
 
 Result<FileDiff> Changes::diff_at(std::size_t file_index) const {
-  auto patch = patch_of(diff_.get(), delta_of_[file_index]);
-  if (!patch) return patch.error();
+  PatchPtr computed;
+  git_patch* patch = patches_[file_index].get();
+  if (!patch) {
+    auto made = patch_of(diff_.get(), delta_of_[file_index]);
+    if (!made) return made.error();
+    computed = std::move(*made);
+    patch = computed.get();
+  }
   FileDiff out;
   out.change = files_[file_index];
-  std::size_t hunk_count = git_patch_num_hunks(patch->get());
+  std::size_t hunk_count = git_patch_num_hunks(patch);
   for (std::size_t h = 0; h < hunk_count; ++h) {
     const git_diff_hunk* raw_hunk = nullptr;
     std::size_t line_count = 0;
-    if (int rc = git_patch_get_hunk(&raw_hunk, &line_count, patch->get(), h); rc < 0) {
+    if (int rc = git_patch_get_hunk(&raw_hunk, &line_count, patch, h); rc < 0) {
       return make_error(ErrorCode::kInternal, git_error_text("cannot read a hunk of " + printable(out.change.path), rc));
     }
     Hunk hunk;
@@ -145,7 +158,7 @@ Result<FileDiff> Changes::diff_at(std::size_t file_index) const {
     hunk.new_lines = raw_hunk->new_lines;
     for (std::size_t l = 0; l < line_count; ++l) {
       const git_diff_line* raw_line = nullptr;
-      if (int rc = git_patch_get_line_in_hunk(&raw_line, patch->get(), h, l); rc < 0) {
+      if (int rc = git_patch_get_line_in_hunk(&raw_line, patch, h, l); rc < 0) {
         return make_error(ErrorCode::kInternal, git_error_text("cannot read a line of " + printable(out.change.path), rc));
       }
       hunk.lines.push_back(DiffLine{raw_line->origin, std::string(raw_line->content, raw_line->content_len),
@@ -155,7 +168,7 @@ Result<FileDiff> Changes::diff_at(std::size_t file_index) const {
     out.hunks.push_back(std::move(hunk));
   }
   OwnedBuf text;
-  if (int rc = git_patch_to_buf(&text.buf, patch->get()); rc < 0) {
+  if (int rc = git_patch_to_buf(&text.buf, patch); rc < 0) {
     return make_error(ErrorCode::kInternal, git_error_text("cannot print the patch of " + printable(out.change.path), rc));
   }
   out.patch = std::string(text.view());

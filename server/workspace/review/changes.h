@@ -4,7 +4,8 @@
 // Serves changes/list (per-file summary), changes/diff (hunks with stable ids plus the unified
 // patch) and changes/content (one file's base or current bytes, bounded). Renames are detected
 // with libgit2's similarity search; order is by path, so every call answers the same way.
-// Blocking libgit2 reads: use from a worker thread. A Changes borrows the store, which must
+// compute() keeps the patches it made for the line counts (up to kMaxKeptPatchBytes of blob
+// content), so diff() does not compute them again. Blocking libgit2 reads: use from a worker thread. A Changes borrows the store, which must
 // outlive it; it is not safe to use one Changes from two threads at once.
 #pragma once
 
@@ -87,6 +88,9 @@ class Changes {
   DiffPtr diff_;
   std::vector<FileChange> files_;        // sorted by path
   std::vector<std::size_t> delta_of_;    // files_[i] is delta delta_of_[i] of diff_
+  // files_[i]'s patch as compute() made it (for its line counts), or null past the bound.
+  std::vector<PatchPtr> patches_;
+  static constexpr std::uint64_t kMaxKeptPatchBytes = std::uint64_t(64) << 20;  // of blob content
 };
 
 }  // namespace lockroom::workspace::review
