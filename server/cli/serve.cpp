@@ -8,6 +8,7 @@
 
 #include "server/api/control_endpoints.h"
 #include "server/api/sandbox_methods.h"
+#include "server/api/kit_methods.h"
 #include "server/api/network_methods.h"
 #include "server/api/workspace_methods.h"
 #include "server/cli/command.h"
@@ -82,6 +83,7 @@ int run_serve(const ServeOptions& options, const std::string& version) {
     events.bind(manager, processes);
     api::bind_workspace_methods(connection, manager);
     api::bind_network_methods(connection, manager);
+    api::bind_kit_methods(connection.dispatcher(), &loop);
     events.set_client_can_approve([&server] { return server.client().network_approval; });
     if (options.test_mode) rpc::register_test_methods(connection);
 
