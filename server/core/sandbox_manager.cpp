@@ -199,6 +199,7 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
   auto started = Clock::now();
   auto timings = std::make_shared<CreateTimings>();
   auto alive = alive_;
+  done = announce_when_created(std::move(done));
 
   // The guest starts while the workspace is snapshotted; the two meet in join().
   struct Join {
@@ -404,6 +405,7 @@ Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> SandboxManager::work
 void SandboxManager::restore(std::shared_ptr<vm::VmTemplate> tpl, Resources limits, std::map<std::string, std::string> env,
                              std::function<void(Result<std::string>)> done) {
   std::string id = new_sandbox_id();
+  unannounced_.insert(id);
   auto slot = std::make_shared<LinkSlot>();
   auto alive = alive_;
   auto restore_timeout = config_.restore_timeout;
@@ -586,8 +588,23 @@ void SandboxManager::forget(const std::string& sandbox_id) {
   sandboxes_.erase(it);
 }
 
+std::function<void(Result<CreateResult>)> SandboxManager::announce_when_created(std::function<void(Result<CreateResult>)> done) {
+  return [this, alive = alive_, done = std::move(done)](Result<CreateResult> result) {
+    if (*alive && result && unannounced_.erase(result->sandbox_id)) {
+      auto it = sandboxes_.find(result->sandbox_id);
+      if (it != sandboxes_.end() && it->second->state() == SandboxState::kReady)
+        events_.state_changed(result->sandbox_id, SandboxState::kReady, StopReason::kNone, "");
+    }
+    done(std::move(result));
+  };
+}
+
 void SandboxManager::state_changed(const std::string& id, SandboxState state, StopReason reason, const std::string& message) {
-  events_.state_changed(id, state, reason, message);
+  if (unannounced_.count(id)) {
+    if (is_final(state)) unannounced_.erase(id);
+  } else {
+    events_.state_changed(id, state, reason, message);
+  }
   if (is_final(state)) {
     // The sandbox's own callback is running: free it on a later turn.
     defer(loop_, [this, alive = alive_, id] {

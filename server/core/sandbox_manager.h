@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,11 @@ class SandboxManager : private SandboxEvents {
   std::unique_ptr<TemplatePool> templates_;
   std::map<std::string, std::unique_ptr<Sandbox>> sandboxes_;
   std::map<std::string, std::pair<SandboxState, StopReason>> tombstones_;
+  // Sandboxes whose create has not answered yet: their state changes are held back (a create
+  // that fails answers with its error; the editor never hears of an id it was not given), and a
+  // successful create announces `ready` right before its answer.
+  std::set<std::string> unannounced_;
+  std::function<void(Result<CreateResult>)> announce_when_created(std::function<void(Result<CreateResult>)> done);
   std::map<std::string, std::string> process_owner_;  // process id -> sandbox id
   std::uint64_t next_process_ = 1;
   bool shutting_down_ = false;

@@ -23,6 +23,38 @@ TEST_CASE("a command runs in a restored sandbox: output, exit code, no network i
   CHECK(w.events.reached(sb, core::SandboxState::kGone));
 }
 
+TEST_CASE("the editor hears of a sandbox only once its create answered (ready right before the answer and nothing for a failed create)", "[sandbox]") {
+  World& w = world();
+  std::size_t before = w.events.states.size(), alive_before = w.manager->list().size();
+  // A create whose guest starts but whose workspace cannot be read fails as a whole; the sandbox
+  // it started is destroyed without a word to the editor, which never got its id.
+  core::CreateRequest broken;
+  broken.workspace = core::WorkspaceRequest{"/nonexistent/lockroom-test-workspace", {}, {}};
+  std::optional<Result<core::CreateResult>> failed;
+  w.manager->create(broken, nullptr, [&](Result<core::CreateResult> r) { failed = std::move(r); });
+  w.run_until([&] { return failed.has_value(); });
+  REQUIRE_FALSE(failed->ok());
+  CHECK(failed->error().message.find("lockroom-test-workspace") != std::string::npos);
+  w.run_until([&] { return w.manager->list().size() == alive_before; });  // the started guest is gone again
+
+  std::size_t states_at_answer = 0;
+  std::optional<Result<core::CreateResult>> created;
+  w.manager->create({}, nullptr, [&](Result<core::CreateResult> r) {
+    states_at_answer = w.events.states.size();
+    created = std::move(r);
+  });
+  w.run_until([&] { return created.has_value(); });
+  REQUIRE(created->ok());
+  std::string sb = (*created)->sandbox_id;
+  w.destroy(sb);
+  std::vector<std::tuple<std::string, core::SandboxState, core::StopReason>> heard(w.events.states.begin() + before, w.events.states.end());
+  for (const auto& [id, state, reason] : heard) CHECK(id == sb);
+  REQUIRE(heard.size() >= 2);
+  CHECK(std::get<1>(heard[0]) == core::SandboxState::kReady);
+  CHECK(states_at_answer == before + 1);  // `ready` came right before the answer
+  CHECK(std::get<1>(heard.back()) == core::SandboxState::kGone);
+}
+
 TEST_CASE("two sandboxes restored from one template do not share random state", "[sandbox]") {
   World& w = world();
   std::string a = w.create(), b = w.create();
