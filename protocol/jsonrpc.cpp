@@ -1,9 +1,9 @@
 // JSON-RPC 2.0 classification and encoding; see jsonrpc.h.
 #include "protocol/jsonrpc.h"
 
-#include <charconv>
 #include <climits>
-#include <cstring>
+
+#include "protocol/fast_json_reader.h"
 
 namespace lockroom::protocol {
 
@@ -41,220 +41,6 @@ InvalidMessage invalid_response(std::optional<Id> id, std::string message) {
   m.is_response = true;
   return m;
 }
-
-// FastReader: the common case of json::parse(), at about 60% of its cost (the benchmark's request,
-// parsed and freed: 25,000 instructions against 42,000; nlohmann's lexer spends ~60 per byte,
-// keeping every byte twice for its error messages). Requests are read on every round trip, so
-// this reader goes first. It accepts only what it fully handles:
-// objects, arrays, true/false/null, integers that fit 64 bits, and strings of well-formed UTF-8
-// with the two-character escapes. Anything else (\u escapes, fractions and exponents, overflowing
-// integers, invalid input of every kind, nesting deeper than kMaxDepth) makes it give up, and
-// json::parse() reads the text from the start, so values and error messages are always
-// json::parse()'s own. Tests compare the two on mutated inputs (test_dispatcher_params.cpp).
-class FastReader {
- public:
-  static constexpr int kMaxDepth = 128;
-
-  explicit FastReader(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
-
-  // True when the whole text is one JSON value of the kinds this reader handles; `out` is then
-  // that value exactly as json::parse() builds it (same types: unsigned for non-negative
-  // integers, the last of duplicate keys). False means "ask json::parse()", not "invalid".
-  bool read_document(json& out) {
-    skip_ws();
-    if (!read_value(out, 0)) return false;
-    skip_ws();
-    return p_ == end_;
-  }
-
- private:
-  void skip_ws() {
-    while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
-  }
-
-  bool literal(std::string_view word) {
-    if (static_cast<std::size_t>(end_ - p_) < word.size() || std::memcmp(p_, word.data(), word.size()) != 0) return false;
-    p_ += word.size();
-    return true;
-  }
-
-  bool read_value(json& out, int depth) {
-    if (p_ == end_) return false;
-    switch (*p_) {
-      case '{': return read_object(out, depth + 1);
-      case '[': return read_array(out, depth + 1);
-      case '"': {
-        std::string s;
-        if (!read_string(s)) return false;
-        out = std::move(s);
-        return true;
-      }
-      case 't':
-        out = true;
-        return literal("true");
-      case 'f':
-        out = false;
-        return literal("false");
-      case 'n':
-        out = nullptr;
-        return literal("null");
-      default: return read_number(out);
-    }
-  }
-
-  bool read_object(json& out, int depth) {
-    if (depth > kMaxDepth) return false;
-    ++p_;  // '{'
-    out = json::object();
-    auto& object = out.get_ref<json::object_t&>();
-    skip_ws();
-    if (p_ != end_ && *p_ == '}') {
-      ++p_;
-      return true;
-    }
-    for (;;) {
-      if (p_ == end_ || *p_ != '"') return false;
-      std::string key;
-      if (!read_string(key)) return false;
-      skip_ws();
-      if (p_ == end_ || *p_ != ':') return false;
-      ++p_;
-      skip_ws();
-      json value;
-      if (!read_value(value, depth)) return false;
-      object.insert_or_assign(std::move(key), std::move(value));  // the last duplicate wins, as in json::parse()
-      skip_ws();
-      if (p_ == end_) return false;
-      if (*p_ == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (*p_ == '}') {
-        ++p_;
-        return true;
-      }
-      return false;
-    }
-  }
-
-  bool read_array(json& out, int depth) {
-    if (depth > kMaxDepth) return false;
-    ++p_;  // '['
-    out = json::array();
-    auto& array = out.get_ref<json::array_t&>();
-    skip_ws();
-    if (p_ != end_ && *p_ == ']') {
-      ++p_;
-      return true;
-    }
-    for (;;) {
-      array.emplace_back();
-      if (!read_value(array.back(), depth)) return false;
-      skip_ws();
-      if (p_ == end_) return false;
-      if (*p_ == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (*p_ == ']') {
-        ++p_;
-        return true;
-      }
-      return false;
-    }
-  }
-
-  // A string of printable ASCII and well-formed UTF-8 with the simple escapes; anything else
-  // (control characters, \u escapes, malformed UTF-8) is left to json::parse().
-  bool read_string(std::string& out) {
-    ++p_;  // opening quote
-    const char* run = p_;
-    for (;;) {
-      if (p_ == end_) return false;
-      unsigned char c = static_cast<unsigned char>(*p_);
-      if (c == '"') {
-        out.append(run, p_);
-        ++p_;
-        return true;
-      }
-      if (c == '\\') {
-        out.append(run, p_);
-        if (++p_ == end_) return false;
-        switch (*p_) {
-          case '"': out += '"'; break;
-          case '\\': out += '\\'; break;
-          case '/': out += '/'; break;
-          case 'b': out += '\b'; break;
-          case 'f': out += '\f'; break;
-          case 'n': out += '\n'; break;
-          case 'r': out += '\r'; break;
-          case 't': out += '\t'; break;
-          default: return false;  // \u and invalid escapes
-        }
-        run = ++p_;
-        continue;
-      }
-      if (c < 0x20) return false;
-      if (c < 0x80) {
-        ++p_;
-        continue;
-      }
-      std::size_t n = utf8_sequence(reinterpret_cast<const unsigned char*>(p_), static_cast<std::size_t>(end_ - p_));
-      if (n == 0) return false;
-      p_ += n;
-    }
-  }
-
-  // Length of the well-formed UTF-8 sequence at `s` (RFC 3629: no overlongs, no surrogates, at
-  // most U+10FFFF), or 0.
-  static std::size_t utf8_sequence(const unsigned char* s, std::size_t left) {
-    auto cont = [&](std::size_t i, unsigned char lo = 0x80, unsigned char hi = 0xBF) { return i < left && s[i] >= lo && s[i] <= hi; };
-    unsigned char c = s[0];
-    if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-    if (c == 0xE0) return cont(1, 0xA0, 0xBF) && cont(2) ? 3 : 0;
-    if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) return cont(1) && cont(2) ? 3 : 0;
-    if (c == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
-    if (c == 0xF0) return cont(1, 0x90, 0xBF) && cont(2) && cont(3) ? 4 : 0;
-    if (c >= 0xF1 && c <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
-    if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
-    return 0;
-  }
-
-  // Integers only: -?(0|[1-9][0-9]*) within int64 (negative) or uint64 (otherwise), stored as
-  // json::parse() stores them. Fractions, exponents and overflowing integers are left to it.
-  bool read_number(json& out) {
-    const char* start = p_;
-    bool negative = false;
-    if (*p_ == '-') {
-      negative = true;
-      ++p_;
-    }
-    if (p_ == end_ || *p_ < '0' || *p_ > '9') return false;
-    if (*p_ == '0') {
-      ++p_;
-    } else {
-      while (p_ != end_ && *p_ >= '0' && *p_ <= '9') ++p_;
-    }
-    if (p_ != end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E' || (*p_ >= '0' && *p_ <= '9'))) return false;
-    if (negative) {
-      std::int64_t v = 0;
-      auto [end, ec] = std::from_chars(start, p_, v);
-      if (ec != std::errc() || end != p_) return false;
-      out = v;
-    } else {
-      std::uint64_t v = 0;
-      auto [end, ec] = std::from_chars(start, p_, v);
-      if (ec != std::errc() || end != p_) return false;
-      out = v;
-    }
-    return true;
-  }
-
-  const char* p_;
-  const char* end_;
-};
 
 Message classify_object(json&& msg) {
   std::optional<Id> id;
@@ -308,7 +94,7 @@ Message classify_object(json&& msg) {
 Message classify(std::string_view text) {
   json msg;
   try {
-    if (!FastReader(text).read_document(msg)) msg = json::parse(text);
+    if (!read_json_fast(text, msg)) msg = json::parse(text);
   } catch (const json::exception& e) {  // parse errors, and numbers beyond a double (out_of_range)
     // nlohmann's text names the position and the cause (including invalid UTF-8).
     return InvalidMessage{std::nullopt, RpcError{rpc_error::kParseError, std::string("parse error: ") + e.what(), nullptr}};
