@@ -45,6 +45,7 @@
 #include "server/rpc/framing.h"
 #include "server/rpc/lsp_lifecycle.h"
 #include "tests/fakes/manual_scheduler.h"
+#include "tests/support/json_identical.h"
 
 namespace {
 
@@ -57,6 +58,7 @@ using lockroom::rpc::GateDecision;
 using lockroom::rpc::LspLifecycle;
 using lockroom::rpc::Reply;
 using lockroom::testing::ManualScheduler;
+using lockroom::testing::identical;
 namespace protocol = lockroom::protocol;
 using ms = std::chrono::milliseconds;
 
@@ -75,24 +77,6 @@ bool g_trace = false;  // LOCKROOM_FUZZ_TRACE=1: print the conversation to stder
 
 void check(bool ok, const std::string& what, std::string_view detail = {}) {
   if (!ok) violated(what, detail);
-}
-
-// Equal values of equal types all the way down (json's == takes 1 and 1u for the same).
-bool identical(const json& a, const json& b) {
-  if (a.type() != b.type()) return false;
-  if (a.is_object()) {
-    if (a.size() != b.size()) return false;
-    for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib)
-      if (ia.key() != ib.key() || !identical(ia.value(), ib.value())) return false;
-    return true;
-  }
-  if (a.is_array()) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (!identical(a[i], b[i])) return false;
-    return true;
-  }
-  return a == b;
 }
 
 // classify() reads most messages with its own fast reader and the rest with json::parse(); either

@@ -11,30 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/json_identical.h"
 #include "tests/unit/test_dispatcher_harness.h"
 
 using namespace lockroom::testing::dispatcher;
+using lockroom::testing::identical;
 
 namespace {
-
-// Equal values of equal types all the way down (json's operator== takes 1 and 1u, or 1 and 1.0,
-// for the same).
-bool identical(const json& a, const json& b) {
-  if (a.type() != b.type()) return false;
-  if (a.is_object()) {
-    if (a.size() != b.size()) return false;
-    for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib)
-      if (ia.key() != ib.key() || !identical(ia.value(), ib.value())) return false;
-    return true;
-  }
-  if (a.is_array()) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (!identical(a[i], b[i])) return false;
-    return true;
-  }
-  return a == b;
-}
 
 // What `message` must do, by json::parse(): reach the echo handler with these params (null when
 // absent), reach no handler, or fail with this parse error.
