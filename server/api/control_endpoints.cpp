@@ -13,7 +13,7 @@ namespace lockroom::api {
 namespace fs = std::filesystem;
 
 ControlEndpoints::ControlEndpoints(uv_loop_t* loop, fs::path state_root, core::SandboxEvents& inner)
-    : loop_(loop), state_root_(std::move(state_root)), inner_(inner) {}
+    : ForwardingEvents(inner), loop_(loop), state_root_(std::move(state_root)) {}
 
 ControlEndpoints::~ControlEndpoints() = default;
 
@@ -43,7 +43,7 @@ void ControlEndpoints::state_changed(const std::string& id, core::SandboxState s
   } else if (state != core::SandboxState::kCreating) {
     close(id);
   }
-  inner_.state_changed(id, state, reason, message);
+  next().state_changed(id, state, reason, message);
 }
 
 }  // namespace lockroom::api

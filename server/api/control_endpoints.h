@@ -20,14 +20,14 @@
 #include <uv.h>
 
 #include "server/api/control_socket.h"
-#include "server/core/sandbox_events.h"
+#include "server/core/forwarding_events.h"
 #include "server/core/sandbox_manager.h"
 
 namespace lockroom::api {
 
 inline constexpr const char* kControlSocketName = "control.sock";
 
-class ControlEndpoints final : public core::SandboxEvents {
+class ControlEndpoints final : public core::ForwardingEvents {
  public:
   // `state_root` is the manager's state dir (ManagerConfig::paths.state); `inner` gets every event.
   ControlEndpoints(uv_loop_t* loop, std::filesystem::path state_root, core::SandboxEvents& inner);
@@ -44,23 +44,10 @@ class ControlEndpoints final : public core::SandboxEvents {
   std::size_t open_count() const { return sockets_.size(); }
 
   void state_changed(const std::string& id, core::SandboxState state, core::StopReason reason, const std::string& message) override;
-  void process_output(const std::string& process_id, core::OutputStream stream, const core::OutputChunk& chunk) override {
-    inner_.process_output(process_id, stream, chunk);
-  }
-  void process_bytes(const std::string& process_id, core::OutputStream stream, std::string_view bytes) override {
-    inner_.process_bytes(process_id, stream, bytes);
-  }
-  void process_exited(const std::string& process_id, const core::ProcessExit& exit) override { inner_.process_exited(process_id, exit); }
-  void limit_reached(const std::string& sandbox_id, const core::LimitEvent& event) override { inner_.limit_reached(sandbox_id, event); }
-  void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) override { inner_.network_event(sandbox_id, record); }
-  void approve_network(const std::string& sandbox_id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) override {
-    inner_.approve_network(sandbox_id, question, std::move(reply));
-  }
 
  private:
   uv_loop_t* loop_;
   std::filesystem::path state_root_;
-  core::SandboxEvents& inner_;
   core::SandboxManager* manager_ = nullptr;
   std::map<std::string, std::unique_ptr<ControlSocket>> sockets_;  // by sandbox id
 };
