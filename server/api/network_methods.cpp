@@ -62,22 +62,38 @@ void send_network_event(rpc::Connection& connection, const std::string& sandbox_
   connection.notify("network/event", params);
 }
 
+egress::ApprovalOutcome approval_from_editor(const rpc::CallOutcome& outcome) {
+  using egress::ApprovalOutcome;
+  using egress::NoAnswerReason;
+  if (outcome.error) {
+    // The dispatcher ends an unanswered call with RequestCancelled (and tells the editor so).
+    if (outcome.error->code == protocol::rpc_error::kRequestCancelled)
+      return ApprovalOutcome::no_answer(NoAnswerReason::kTimeout, outcome.error->message);
+    return ApprovalOutcome::no_answer(NoAnswerReason::kEditorError,
+                                      std::to_string(outcome.error->code) + " " + outcome.error->message);
+  }
+  const json* decision = outcome.result.is_object() && outcome.result.contains("decision") ? &outcome.result.at("decision") : nullptr;
+  if (decision && decision->is_string()) {
+    const std::string& text = decision->get_ref<const std::string&>();
+    if (text == "allowOnce") return egress::ApprovalAnswer::kAllowOnce;
+    if (text == "allowSandbox") return egress::ApprovalAnswer::kAllowSandbox;
+    if (text == "deny") return egress::ApprovalAnswer::kDeny;
+  }
+  // Anything else (no decision, a number, a misspelling) is no answer, and says what came.
+  std::string got = decision ? "decision " + decision->dump(-1, ' ', false, json::error_handler_t::replace)
+                             : "result " + outcome.result.dump(-1, ' ', false, json::error_handler_t::replace);
+  return ApprovalOutcome::no_answer(NoAnswerReason::kUnknownDecision, got);
+}
+
 void ask_editor_to_approve(rpc::Connection& connection, bool client_can_approve, const std::string& sandbox_id,
                            const egress::ApprovalQuestion& q, egress::ApprovalReply reply, std::chrono::milliseconds timeout) {
-  if (!client_can_approve) return reply(egress::ApprovalAnswer::kDeny);
+  if (!client_can_approve) return reply(egress::ApprovalOutcome::not_asked(egress::NoAnswerReason::kNotDeclared));
   json params{{"sandboxId", sandbox_id}, {"host", q.host}, {"port", q.port}, {"scheme", q.scheme}, {"reason", q.reason},
               {"options", json::array({"allowOnce", "allowSandbox", "deny"})}};
   if (!q.method.empty()) params["method"] = q.method;
   if (!q.path.empty()) params["path"] = q.path;
-  connection.dispatcher().call("network/approve", params, timeout, [reply](rpc::CallOutcome outcome) {
-    auto answer = egress::ApprovalAnswer::kDeny;  // errors, timeouts and unknown answers deny
-    if (!outcome.error && outcome.result.is_object()) {
-      std::string decision = outcome.result.value("decision", "");
-      if (decision == "allowOnce") answer = egress::ApprovalAnswer::kAllowOnce;
-      else if (decision == "allowSandbox") answer = egress::ApprovalAnswer::kAllowSandbox;
-    }
-    reply(answer);
-  });
+  connection.dispatcher().call("network/approve", params, timeout,
+                               [reply](rpc::CallOutcome outcome) { reply(approval_from_editor(outcome)); });
 }
 
 }  // namespace lockroom::api

@@ -23,7 +23,12 @@ void bind_network_methods(rpc::Connection& connection, core::SandboxManager& man
 // network/event for one audit record.
 void send_network_event(rpc::Connection& connection, const std::string& sandbox_id, const egress::AuditRecord& record);
 
-// network/approve to the editor when it said it answers them (else deny), with a timeout.
+// What the editor's reply to network/approve means: its decision, or no answer with why (the
+// call timed out, the editor answered with an error, or with a decision that is none of the
+// three). Pure.
+egress::ApprovalOutcome approval_from_editor(const rpc::CallOutcome& outcome);
+
+// network/approve to the editor when it said it answers them (else: not asked), with a timeout.
 void ask_editor_to_approve(rpc::Connection& connection, bool client_can_approve, const std::string& sandbox_id,
                            const egress::ApprovalQuestion& question, egress::ApprovalReply reply,
                            std::chrono::milliseconds timeout = std::chrono::seconds(60));

@@ -2,6 +2,9 @@
 #include "server/cli/serve.h"
 
 #include <csignal>
+#include <filesystem>
+#include <memory>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 #include <uv.h>
@@ -46,9 +49,16 @@ class SignalWatch {
   std::vector<uv_signal_t*> handles_;
 };
 
+// run_serve with the settings that ServeOptions does not carry (yet): the upstream CA files.
+int serve(const ServeOptions& options, const std::string& version, const std::vector<std::filesystem::path>& upstream_ca_files);
+
 }  // namespace
 
-int run_serve(const ServeOptions& options, const std::string& version) {
+int run_serve(const ServeOptions& options, const std::string& version) { return serve(options, version, {}); }
+
+namespace {
+
+int serve(const ServeOptions& options, const std::string& version, const std::vector<std::filesystem::path>& upstream_ca_files) {
   // A closed stdout must surface as EPIPE on write, not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -65,6 +75,7 @@ int run_serve(const ServeOptions& options, const std::string& version) {
 
     api::SandboxMethods events(connection);
     core::ManagerConfig config = sandbox_config();
+    config.upstream_ca_files = upstream_ca_files;
     // Each sandbox also serves `lockroom diff` / `lockroom apply` from other processes.
     api::ControlEndpoints control(&loop, config.paths.state, events);
     core::ProcessWatch processes(control);  // the kits' setup processes are lockroom's, not the editor's
@@ -107,6 +118,8 @@ int run_serve(const ServeOptions& options, const std::string& version) {
   return exit_code;
 }
 
+}  // namespace
+
 void add_serve_command(CLI::App& app, CommandContext& ctx) {
   auto* cmd = app.add_subcommand("serve", "serve JSON-RPC to an editor over stdin/stdout");
   auto options = std::make_shared<ServeOptions>();
@@ -120,13 +133,20 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 31));
   cmd->add_flag("--test-mode", options->test_mode, "deterministic logs and test/* methods, for transcript tests");
-  cmd->callback([&ctx, options, framing] {
+  auto upstream_ca = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--upstream-ca", *upstream_ca,
+                  "also trust the CAs in this PEM file for upstream HTTPS (e.g. a corporate CA; repeatable)")
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false);
+  cmd->callback([&ctx, options, framing, upstream_ca] {
     options->framing = *framing == "ndjson" ? rpc::FramingKind::kNdjson : rpc::FramingKind::kContentLength;
     if (options->test_mode) {
       ctx.log.deterministic = true;  // transcripts compare stderr text: no timestamps or pids
       (void)setup_logging(ctx.log);  // the same options were already accepted once
     }
-    ctx.exit_code = run_serve(*options, ctx.version);
+    std::vector<std::filesystem::path> ca_files;
+    for (const auto& file : *upstream_ca) ca_files.push_back(std::filesystem::absolute(file));
+    ctx.exit_code = serve(*options, ctx.version, ca_files);
   });
 }
 

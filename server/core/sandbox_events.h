@@ -56,9 +56,9 @@ class SandboxEvents {
   // Each egress decision of a sandbox with networking (the audit record); default: nothing.
   virtual void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) {}
   // A host no rule covers, when the policy says "ask": answer allow once / for the sandbox /
-  // deny (exactly once, possibly later). Default: deny.
+  // deny (exactly once, possibly later), or say why nobody answered. Default: not asked (denied).
   virtual void approve_network(const std::string& sandbox_id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) {
-    reply(egress::ApprovalAnswer::kDeny);
+    reply(egress::ApprovalOutcome::not_asked(egress::NoAnswerReason::kNotDeclared));
   }
 };
 

@@ -323,7 +323,7 @@ void SandboxManager::finish_create(const std::string& id, std::unique_ptr<Sandbo
   auto alive = alive_;
   NetworkHooks hooks;
   hooks.approve = [this, alive, id](const egress::ApprovalQuestion& question, egress::ApprovalReply reply) {
-    if (!*alive) return reply(egress::ApprovalAnswer::kDeny);
+    if (!*alive) return reply(egress::ApprovalOutcome::not_asked(egress::NoAnswerReason::kSandboxGone));
     events_.approve_network(id, question, std::move(reply));
   };
   hooks.on_event = [this, alive, id](const egress::AuditRecord& record) {

@@ -46,6 +46,9 @@ struct ManagerConfig {
   // Templates kept in the cache for later runs (vm/template_store.h); default dirs when unset.
   bool persistent_templates = true;
   std::optional<vm::TemplateDirs> template_dirs;
+  // PEM files of further CAs the egress proxy trusts for upstream TLS, besides the host's store
+  // (`serve --upstream-ca`; a corporate CA, or a test's CA). Each sandbox's NetworkRequest gets them.
+  std::vector<std::filesystem::path> upstream_ca_files;
 };
 
 struct CreateRequest {

@@ -39,6 +39,7 @@ void SandboxNetwork::start(uv_loop_t* loop, std::string sandbox_id, NetworkReque
         options.secrets = std::move(request.secrets);
         options.secret_values = std::move(*values);
         options.audit_log = audit_log;
+        for (const auto& file : request.upstream_ca_files) options.upstream_tls.extra_ca_files.push_back(file.string());
         options.approve = std::move(hooks.approve);
         options.on_event = std::move(hooks.on_event);
         auto proxy = egress::Proxy::create(loop, std::move(options));

@@ -27,6 +27,9 @@ namespace lockroom::core {
 struct NetworkRequest {
   egress::Policy policy;  // the default allow list is added here when the policy uses it
   std::vector<egress::Secret> secrets;
+  // PEM files of CAs the host's proxy trusts for upstreams besides the host's store (a corporate
+  // CA, a test CA); the manager fills it from ManagerConfig::upstream_ca_files. Never the guest's.
+  std::vector<std::filesystem::path> upstream_ca_files;
 };
 
 struct NetworkHooks {

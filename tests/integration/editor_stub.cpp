@@ -82,6 +82,8 @@ void EditorStub::on_message(const std::string& text) {
   if (!script.empty()) script.pop_front();
   if (decision == "silent") return;
   json answer{{"jsonrpc", "2.0"}, {"id", message["id"]}, {"result", {{"decision", decision}}}};
+  if (decision == "error")
+    answer = json{{"jsonrpc", "2.0"}, {"id", message["id"]}, {"error", {{"code", -32603}, {"message", "the approval dialog failed"}}}};
   std::string bytes = framing_.encode(answer.dump());
   CHECK(write(to_server_, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
 }

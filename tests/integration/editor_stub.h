@@ -3,9 +3,10 @@
 // api::ask_editor_to_approve() the editor face uses, and a test-side reader on the loop that
 // answers each network/approve request with the next scripted decision.
 //
-// `declared` is what the client said at initialize (false: nothing is sent and the answer is
-// deny); each script entry is "allowOnce", "allowSandbox", "deny" (sent back as the request's
-// result) or "silent" (no answer: the server's call times out after `timeout` and denies).
+// `declared` is what the client said at initialize (false: nothing is sent and the outcome is
+// "not asked"); each script entry is a decision sent back as the request's result ("allowOnce",
+// "allowSandbox", "deny", or anything else for an unknown decision), "error" (a JSON-RPC error
+// answer) or "silent" (no answer: the server's call times out after `timeout`).
 // Every request the server sent is kept in `asked` (its params), every $/cancelRequest in
 // `cancelled`. Loop thread only; the World makes one on demand and the test closes it.
 #pragma once

@@ -8,12 +8,13 @@
 //   - the SNI is checked against the policy as well as the CONNECT target;
 //   - approvals: not declared, deny, no answer (timeout), allow once, allow for the sandbox,
 //     asked of a scripted editor through the editor face's own network/approve code;
-//   - every decision is one audit line and one network/event, and they agree.
+//   - every decision is one audit line and one network/event, and they agree, and say which
+//     approvals were the user's answers and which were not (not asked, no answer and why);
+//   - a refused CONNECT names its rule and reason where curl -v and git show them (headers).
 //
-// The host's side must trust the test CA for the intercepted upstream. The proxy verifies
-// upstreams against OpenSSL's default trust store (ProxyOptions::upstream_tls), and SandboxManager
-// has no setting for extra CAs, so the test points OpenSSL's SSL_CERT_FILE at the test CA while
-// the sandbox is created (that is when the proxy loads its trust store).
+// The host's side must trust the test CA for the intercepted upstream: the sandbox's
+// NetworkRequest names it in upstream_ca_files (what SandboxManager fills from
+// ManagerConfig::upstream_ca_files), so nothing is put into the process environment.
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -77,8 +78,8 @@ json allow(const std::string& host, int port, const std::string& name) {
   return json{{"action", "allow"}, {"host", host}, {"ports", json::array({port})}, {"name", name}};
 }
 
-// The sandbox, made while the host's proxy trusts `upstream`'s test CA; the guest gets that CA
-// in /tmp/upstream-ca.pem for the requests it makes to the upstream directly (tunnelled).
+// The sandbox, whose host proxy trusts `upstream`'s test CA; the guest gets that CA in
+// /tmp/upstream-ca.pem for the requests it makes to the upstream directly (tunnelled).
 struct HttpsSandbox {
   std::string id;
   std::filesystem::path audit_log;
@@ -86,12 +87,10 @@ struct HttpsSandbox {
 HttpsSandbox create_sandbox(World& w, const HttpsTestServer& upstream, core::NetworkRequest network) {
   core::CreateRequest request;
   request.network = std::move(network);
+  request.network->upstream_ca_files = {upstream.ca_file()};
   std::optional<Result<core::CreateResult>> created;
-  {
-    ScopedEnv trust("SSL_CERT_FILE", upstream.ca_file());
-    w.manager->create(request, nullptr, [&](Result<core::CreateResult> r) { created = std::move(r); });
-    w.run_until([&] { return created.has_value(); });
-  }
+  w.manager->create(request, nullptr, [&](Result<core::CreateResult> r) { created = std::move(r); });
+  w.run_until([&] { return created.has_value(); });
   INFO((created->ok() ? std::string() : created->error().message));
   REQUIRE(created->ok());
   REQUIRE((*created)->audit_log);
@@ -239,6 +238,22 @@ TEST_CASE("HTTPS from a guest: tunnelled as is, intercepted with the secret inje
   CHECK_FALSE(has(sni, kRefs));
   CHECK(upstream->handshakes() == handshakes);
 
+  // A CONNECT the policy refuses: curl alone prints "CONNECT tunnel failed, response 403"; curl -v
+  // and git with GIT_CURL_VERBOSE also print the proxy's headers, which name the rule and why.
+  std::string refused = guest(w, sb.id, "curl -sS -v https://evil.test/x; echo rc=$?");
+  INFO(refused);
+  CHECK(has(refused, "CONNECT tunnel failed, response 403"));
+  CHECK(has(refused, "< X-Lockroom-Rule: evil"));
+  CHECK(has(refused, "< X-Lockroom-Reason: https evil.test:443 is denied by rule evil (evil.test)"));
+  CHECK(has(refused, "< Proxy-Status: lockroom; error=http_request_denied; details=\"rule evil: "));
+  if (image_has_git_https) {
+    std::string git_refused = guest(w, sb.id, "git ls-remote https://evil.test/repo.git; echo rc=$?; "
+                                              "GIT_CURL_VERBOSE=1 git ls-remote https://evil.test/repo.git 2>&1 | grep -i lockroom");
+    INFO(git_refused);
+    CHECK(has(git_refused, "CONNECT tunnel failed, response 403"));
+    CHECK(has(git_refused, "X-Lockroom-Reason: https evil.test:443 is denied by rule evil (evil.test)"));
+  }
+
   std::vector<std::string> seen;
   for (const auto& record : decisions_match_audit(w, sb)) seen.push_back(summary(record));
   INFO(::Catch::Detail::stringify(seen));
@@ -252,6 +267,11 @@ TEST_CASE("HTTPS from a guest: tunnelled as is, intercepted with the secret inje
     expected.push_back("allow https localhost:" + p + " rule=upstream-name sni=localhost GET /repo.git/HEAD secret=tls_token");
   }
   expected.push_back("deny https 127.0.0.1:" + p + " rule=evil sni=evil.test CONNECT");
+  expected.push_back("deny https evil.test:443 rule=evil CONNECT");
+  if (image_has_git_https) {  // git ls-remote, plain and verbose
+    expected.push_back("deny https evil.test:443 rule=evil CONNECT");
+    expected.push_back("deny https evil.test:443 rule=evil CONNECT");
+  }
   CHECK(seen == expected);
   w.destroy(sb.id);
 }
@@ -268,18 +288,25 @@ TEST_CASE("approvals from a guest: not declared, deny, no answer, allow once, al
   HttpsSandbox sb = create_sandbox(w, *upstream, network_request(policy, json::array()));
   const std::string curl = "curl -sS --cacert /tmp/upstream-ca.pem https://localhost:" + p;
   std::size_t asked = editor.asked.size();
+  const std::string asking_http = "no rule covers http localhost:" + p + "; asking; ";
+  const std::string asking_https = "no rule covers https localhost:" + p + "; asking; ";
 
   // A client that did not declare approvals is never asked; the guest's client reads why.
   editor.declared = false;
   std::string undeclared = guest(w, sb.id, "curl -sS http://localhost:" + p + "/undeclared");
-  CHECK(undeclared == "lockroom: localhost:" + p + " is not allowed by this sandbox's network policy (rule: user)\n");
+  CHECK(undeclared == "lockroom: localhost:" + p + " is not allowed by this sandbox's network policy (rule: default): " + asking_http +
+                          "not asked: the editor did not declare network approvals at initialize; denied\n");
   CHECK(editor.asked.size() == asked);
   editor.declared = true;
 
-  // Deny: the question names the sandbox, host, port and scheme; the CONNECT is refused.
+  // Deny: the question names the sandbox, host, port and scheme; the CONNECT is refused, and
+  // curl -v shows who refused it.
   editor.script = {"deny"};
-  std::string denied = guest(w, sb.id, curl + "/deny; echo rc=$?");
+  std::string denied = guest(w, sb.id, curl + "/deny -v; echo rc=$?");
+  INFO(denied);
   CHECK(has(denied, "CONNECT tunnel failed, response 403"));
+  CHECK(has(denied, "< X-Lockroom-Rule: user"));
+  CHECK(has(denied, "< X-Lockroom-Reason: the user answered deny"));
   REQUIRE(editor.asked.size() == asked + 1);
   const json& question = editor.asked.back();
   CHECK(question["sandboxId"] == sb.id);
@@ -298,6 +325,12 @@ TEST_CASE("approvals from a guest: not declared, deny, no answer, allow once, al
   CHECK(editor.asked.size() == asked + 2);
   CHECK(editor.cancelled.size() == 1);
 
+  // Answers that are no decision: an error, and a decision that is none of the three.
+  editor.script = {"error", "maybe"};
+  CHECK(has(guest(w, sb.id, curl + "/error; echo rc=$?"), "CONNECT tunnel failed, response 403"));
+  CHECK(has(guest(w, sb.id, curl + "/maybe; echo rc=$?"), "CONNECT tunnel failed, response 403"));
+  CHECK(editor.asked.size() == asked + 4);
+
   // Allow once: this connection only; the next one is asked again (and allowed for the sandbox),
   // after which the host is allowed without asking.
   editor.script = {"allowOnce", "allowSandbox"};
@@ -306,7 +339,7 @@ TEST_CASE("approvals from a guest: not declared, deny, no answer, allow once, al
   CHECK(guest(w, sb.id, curl + "/sandbox") == kRefs);
   CHECK(guest(w, sb.id, curl + "/again") == kRefs);
   CHECK(has(upstream->last_request(), "GET /again "));
-  CHECK(editor.asked.size() == asked + 4);
+  CHECK(editor.asked.size() == asked + 6);
   CHECK(editor.script.empty());
   auto network = w.manager->network(sb.id);
   REQUIRE(network.ok());
@@ -315,16 +348,27 @@ TEST_CASE("approvals from a guest: not declared, deny, no answer, allow once, al
   CHECK(rules.front().name == "user");
   CHECK(rules.front().host.text() == "localhost");
 
+  // Each record says what came of the approval: the user's answers under the rule "user", the
+  // rest under the policy's own rule with why nobody answered.
   std::vector<std::string> seen;
-  for (const auto& record : decisions_match_audit(w, sb)) seen.push_back(summary(record) + " (" + record.reason + ")");
+  for (const auto& record : decisions_match_audit(w, sb))
+    seen.push_back(summary(record) + " [" + record.approval + (record.approval_reason.empty() ? "" : " " + record.approval_reason) +
+                   "] (" + record.reason + ")");
   INFO(::Catch::Detail::stringify(seen));
-  REQUIRE(seen.size() == 6);
-  CHECK(seen[0].rfind("deny http localhost:" + p + " rule=user GET /undeclared", 0) == 0);
-  CHECK(seen[1] == "deny https localhost:" + p + " rule=user CONNECT (the user answered deny)");
-  CHECK(seen[2].rfind("deny https localhost:" + p + " rule=user CONNECT ", 0) == 0);  // (the reason does not say it timed out)
-  CHECK(seen[3] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT (the user answered allow once)");
-  CHECK(seen[4] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT (the user answered allow for this sandbox)");
-  CHECK(seen[5] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT (https localhost:" + p + " is allowed by rule user (localhost))");
+  REQUIRE(seen.size() == 8);
+  CHECK(seen[0] == "deny http localhost:" + p + " rule=default GET /undeclared [notAsked notDeclared] (" + asking_http +
+                       "not asked: the editor did not declare network approvals at initialize; denied)");
+  CHECK(seen[1] == "deny https localhost:" + p + " rule=user CONNECT [deny] (the user answered deny)");
+  CHECK(seen[2] == "deny https localhost:" + p + " rule=default CONNECT [noAnswer timeout] (" + asking_https +
+                       "no answer: the editor did not answer in time (the client did not answer network/approve within 1500 ms); denied)");
+  CHECK(seen[3] == "deny https localhost:" + p + " rule=default CONNECT [noAnswer editorError] (" + asking_https +
+                       "no answer: the editor answered with an error (-32603 the approval dialog failed); denied)");
+  CHECK(seen[4] == "deny https localhost:" + p + " rule=default CONNECT [noAnswer unknownDecision] (" + asking_https +
+                       "no answer: the editor's decision is not allowOnce, allowSandbox or deny (decision \"maybe\"); denied)");
+  CHECK(seen[5] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT [allowOnce] (the user answered allow once)");
+  CHECK(seen[6] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT [allowSandbox] (the user answered allow for this sandbox)");
+  CHECK(seen[7] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT [] (https localhost:" + p +
+                       " is allowed by rule user (localhost))");
   w.destroy(sb.id);
   w.close_editor();
 }

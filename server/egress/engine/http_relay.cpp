@@ -182,8 +182,11 @@ void HttpRelay::gated(const GateResult& decision) {
   session_.client().pause_reading(true);
   record_.rule = decision.rule;
   record_.reason = decision.reason;
+  record_.approval = decision.approval;
+  record_.approval_reason = decision.approval_reason;
   std::string where = host_port_text(head_.host.url_host(), head_.port);
-  if (!decision.allowed) return refuse(403, denied_text(where, decision.rule), "deny", decision.rule, decision.reason);
+  if (!decision.allowed)
+    return refuse(403, denied_text(where, decision.rule, decision.reason), "deny", decision.rule, decision.reason);
 
   Result<InjectionResult> injected = inject_secrets(head_, core_.secrets(), core_.secret_values());
   if (!injected) return refuse(502, "lockroom: " + injected.error().message, "deny", decision.rule, injected.error().message);
@@ -433,7 +436,7 @@ void HttpRelay::refuse(int status, const std::string& text, const std::string& d
   }
   std::uint64_t up = record_.bytes_up;
   record_.upstream_status.reset();
-  write_client(proxy_answer(status, text));
+  write_client(proxy_answer(status, core_.guest_safe(text), AnswerCause{rule, core_.guest_safe(reason)}));
   record_.bytes_up = up;
   audit(decision, rule, reason);
   session_.end();

@@ -7,15 +7,6 @@
 
 namespace lockroom::egress {
 
-const char* approval_answer_name(ApprovalAnswer answer) {
-  switch (answer) {
-    case ApprovalAnswer::kAllowOnce: return "allow once";
-    case ApprovalAnswer::kAllowSandbox: return "allow for this sandbox";
-    case ApprovalAnswer::kDeny: return "deny";
-  }
-  return "deny";
-}
-
 Result<std::unique_ptr<Proxy>> Proxy::create(uv_loop_t* loop, ProxyOptions options) {
   for (const Secret& secret : options.secrets)
     if (!options.secret_values.count(secret.name))

@@ -61,13 +61,40 @@ struct ApprovalQuestion {
   std::string reason;  // why the policy could not decide
 };
 
-enum class ApprovalAnswer { kAllowOnce, kAllowSandbox, kDeny };
+// What came of asking about a host no rule covers. The first three are the user's answers; the
+// other two are not, and are audited as such (both deny):
+//   kNotAsked  nobody was asked (the client did not declare approvals, or the sandbox is going)
+//   kNoAnswer  the editor was asked but gave no usable answer (timeout, error, unknown decision)
+enum class ApprovalAnswer { kAllowOnce, kAllowSandbox, kDeny, kNotAsked, kNoAnswer };
+// Why there was no answer from the user (kNone for the user's own answers).
+enum class NoAnswerReason { kNone, kNotDeclared, kSandboxGone, kTimeout, kEditorError, kUnknownDecision };
+
+struct ApprovalOutcome {
+  ApprovalAnswer answer = ApprovalAnswer::kDeny;
+  NoAnswerReason why = NoAnswerReason::kNone;
+  std::string detail;  // what the editor said: its error message, or the decision it sent (clipped)
+
+  ApprovalOutcome(ApprovalAnswer answer = ApprovalAnswer::kDeny) : answer(answer) {}  // implicit: a user's answer
+  static ApprovalOutcome not_asked(NoAnswerReason why);
+  static ApprovalOutcome no_answer(NoAnswerReason why, std::string detail = {});
+  bool allows() const { return answer == ApprovalAnswer::kAllowOnce || answer == ApprovalAnswer::kAllowSandbox; }
+};
+
+// "allow once", "allow for this sandbox", "deny", "not asked", "no answer"
 const char* approval_answer_name(ApprovalAnswer answer);
+// On the wire (audit `approval`, network/event): "allowOnce", "allowSandbox", "deny", "notAsked", "noAnswer"
+const char* approval_answer_wire(ApprovalAnswer answer);
+// On the wire (audit `approvalReason`): "notDeclared", "sandboxGone", "timeout", "editorError",
+// "unknownDecision"; "" for kNone
+const char* no_answer_reason_wire(NoAnswerReason why);
+// The audit reason's sentence: "the user answered deny", "not asked: the editor did not declare
+// network approvals at initialize", "no answer: the editor did not answer in time", ...
+std::string approval_outcome_text(const ApprovalOutcome& outcome);
 
 // Call the reply once, on the loop thread; later calls are ignored, and a reply after the
 // connection went away (or the Proxy closed) is harmless. kAllowSandbox adds an allow rule
 // named "user" for that host and port to the front of the policy.
-using ApprovalReply = std::function<void(ApprovalAnswer)>;
+using ApprovalReply = std::function<void(ApprovalOutcome)>;
 using ApprovalHook = std::function<void(const ApprovalQuestion&, ApprovalReply)>;
 using SocksVerdict = std::function<void(bool ok, int socks_reply, std::string reason)>;
 

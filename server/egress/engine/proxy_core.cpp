@@ -110,9 +110,12 @@ void ProxyCore::gate(std::uint64_t session_id, const Target& target, ApprovalQue
                      std::function<void(GateResult)> then) {
   Decision decision = decide(options_.policy, target);
   if (decision.verdict != Verdict::kAsk)
-    return then(GateResult{decision.verdict == Verdict::kAllow, decision.rule, decision.reason});
-  if (!options_.approve)
-    return then(GateResult{false, decision.rule, decision.reason + "; the editor cannot be asked, so it is denied"});
+    return then(GateResult{decision.verdict == Verdict::kAllow, decision.rule, decision.reason, {}, {}});
+  if (!options_.approve) {
+    auto not_asked = ApprovalOutcome::not_asked(NoAnswerReason::kNotDeclared);
+    return then(GateResult{false, decision.rule, decision.reason + "; " + approval_outcome_text(not_asked),
+                           approval_answer_wire(not_asked.answer), no_answer_reason_wire(not_asked.why)});
+  }
   question.sandbox = options_.sandbox_id;
   question.host = target.host.name;
   question.port = target.port;
@@ -120,18 +123,18 @@ void ProxyCore::gate(std::uint64_t session_id, const Target& target, ApprovalQue
   question.reason = decision.reason;
   auto replied = std::make_shared<bool>(false);
   std::weak_ptr<ProxyCore> weak = weak_from_this();
-  options_.approve(question, [weak, session_id, target, then = std::move(then), replied](ApprovalAnswer answer) {
+  options_.approve(question, [weak, session_id, target, decision, then = std::move(then), replied](ApprovalOutcome outcome) {
     if (*replied) return;
     *replied = true;
     auto core = weak.lock();
     if (!core || core->closed_) return;
-    core->answered(session_id, target, answer, then);
+    core->answered(session_id, target, decision, outcome, then);
   });
 }
 
-void ProxyCore::answered(std::uint64_t session_id, const Target& target, ApprovalAnswer answer,
+void ProxyCore::answered(std::uint64_t session_id, const Target& target, const Decision& asked, const ApprovalOutcome& outcome,
                          const std::function<void(GateResult)>& then) {
-  if (answer == ApprovalAnswer::kAllowSandbox) {
+  if (outcome.answer == ApprovalAnswer::kAllowSandbox) {
     Rule rule;
     rule.action = Action::kAllow;
     if (target.host.address) {
@@ -146,8 +149,13 @@ void ProxyCore::answered(std::uint64_t session_id, const Target& target, Approva
     options_.policy.rules.insert(options_.policy.rules.begin(), std::move(rule));
   }
   if (!session_open(session_id)) return;  // the guest went away while the user was asked
-  bool allowed = answer != ApprovalAnswer::kDeny;
-  then(GateResult{allowed, "user", std::string("the user answered ") + approval_answer_name(answer)});
+  std::string approval = approval_answer_wire(outcome.answer);
+  std::string why = no_answer_reason_wire(outcome.why);
+  if (outcome.answer == ApprovalAnswer::kNotAsked || outcome.answer == ApprovalAnswer::kNoAnswer) {
+    // Nobody decided: the policy's own rule stands, and the record says why nobody answered.
+    return then(GateResult{false, asked.rule, asked.reason + "; " + approval_outcome_text(outcome), approval, why});
+  }
+  then(GateResult{outcome.allows(), "user", approval_outcome_text(outcome), approval, why});
 }
 
 bool ProxyCore::must_terminate(const Host& host) const {
@@ -189,6 +197,14 @@ void ProxyCore::emit(const AuditRecord& record) {
       spdlog::warn("egress audit log {}: {}", audit_log_->path().string(), appended.error().message);
   }
   if (options_.on_event) options_.on_event(stamped);
+}
+
+std::string ProxyCore::guest_safe(std::string text) const {
+  for (const auto& [name, value] : options_.secret_values) {
+    if (value.empty()) continue;
+    for (auto at = text.find(value); at != std::string::npos; at = text.find(value, at + 8)) text.replace(at, value.size(), "[secret]");
+  }
+  return text;
 }
 
 ProxyStats ProxyCore::stats() const {

@@ -38,6 +38,9 @@ struct GateResult {
   bool allowed = false;
   std::string rule;    // the rule that decided, "default", or "user" after an approval
   std::string reason;  // for the audit record
+  // When the approval hook was involved: approval_answer_wire() and no_answer_reason_wire().
+  std::string approval;
+  std::string approval_reason;
 };
 
 // A counted place among the sandbox's upstream connections; released when destroyed (or
@@ -102,6 +105,8 @@ class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
   std::string upstream_limit_text() const;
 
   void emit(const AuditRecord& record);
+  // `text` with every secret value replaced by "[secret]": for what the guest is told.
+  std::string guest_safe(std::string text) const;
   void note_buffered(std::size_t bytes) { stats_.peak_buffered_bytes = std::max(stats_.peak_buffered_bytes, bytes); }
   ProxyStats stats() const;
 
@@ -112,7 +117,7 @@ class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
   void dispose_erased(std::shared_ptr<void> object);
   void schedule_reap();
   bool session_open(std::uint64_t id) const;
-  void answered(std::uint64_t session_id, const Target& target, ApprovalAnswer answer,
+  void answered(std::uint64_t session_id, const Target& target, const Decision& asked, const ApprovalOutcome& outcome,
                 const std::function<void(GateResult)>& then);
 
   uv_loop_t* loop_;

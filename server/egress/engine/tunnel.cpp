@@ -78,9 +78,12 @@ void Tunnel::gated(const GateResult& decision) {
   asked_user_ = decision.rule == "user";
   record_.rule = decision.rule;
   record_.reason = decision.reason;
+  record_.approval = decision.approval;
+  record_.approval_reason = decision.approval_reason;
   std::string where = host_port_text(host_.url_host(), port_);
   if (!decision.allowed)
-    return refuse_before_answer(403, kSocksNotAllowed, denied_text(where, decision.rule), "deny", decision.rule, decision.reason);
+    return refuse_before_answer(403, kSocksNotAllowed, denied_text(where, decision.rule, decision.reason), "deny", decision.rule,
+                                decision.reason);
   slot_ = core_.take_upstream_slot();
   if (!slot_)
     return refuse_before_answer(503, kSocksGeneralFailure, core_.upstream_limit_text(), "deny", "connection limit",
@@ -142,9 +145,9 @@ void Tunnel::connected(Result<std::unique_ptr<tls::UpstreamConnection>> result) 
 void Tunnel::refuse_before_answer(int http_status, int socks_reply, const std::string& text, const std::string& decision,
                                   const std::string& rule, const std::string& reason) {
   if (verdict_) {
-    verdict_(false, socks_reply, text);
+    verdict_(false, socks_reply, core_.guest_safe(text));
   } else {
-    std::string answer = proxy_answer(http_status, text);
+    std::string answer = proxy_answer(http_status, core_.guest_safe(text), AnswerCause{rule, core_.guest_safe(reason)});
     record_.bytes_down += answer.size();
     session_.client().write(answer);
   }

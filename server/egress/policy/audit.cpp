@@ -67,6 +67,8 @@ json audit_record_to_json(const AuditRecord& r, const std::vector<std::string>& 
   line["decision"] = text(r.decision);
   line["rule"] = text(r.rule);
   if (!r.reason.empty()) line["reason"] = text(r.reason);
+  if (!r.approval.empty()) line["approval"] = text(r.approval);
+  if (!r.approval_reason.empty()) line["approvalReason"] = text(r.approval_reason);
   line["bytesUp"] = r.bytes_up;
   line["bytesDown"] = r.bytes_down;
   line["durationMs"] = r.duration_ms;
@@ -111,7 +113,8 @@ Result<AuditRecord> parse_audit_line(std::string_view line) {
   for (auto [name, out, required] : {std::tuple{"time", &time, true}, {"sandbox", &r.sandbox, true}, {"host", &r.host, true},
                                      {"scheme", &r.scheme, true}, {"method", &r.method, false}, {"path", &r.path, false},
                                      {"sni", &r.sni, false}, {"address", &r.address, false}, {"decision", &r.decision, true},
-                                     {"rule", &r.rule, true}, {"reason", &r.reason, false}}) {
+                                     {"rule", &r.rule, true}, {"reason", &r.reason, false},
+                                     {"approval", &r.approval, false}, {"approvalReason", &r.approval_reason, false}}) {
     Result<void> ok = string_field(name, *out, required);
     if (!ok) return ok.error();
   }

@@ -40,6 +40,11 @@ struct AuditRecord {
   std::string decision;  // "allow", "deny" or "block" (a sentinel sent outside its scope)
   std::string rule;      // the rule that decided, "default", or "user" after an approval
   std::string reason;
+  // When the user was to be asked: "allowOnce", "allowSandbox", "deny" (the user's answers),
+  // "notAsked" or "noAnswer"; and for the last two why: "notDeclared", "sandboxGone",
+  // "timeout", "editorError", "unknownDecision". Empty when no approval was involved.
+  std::string approval;
+  std::string approval_reason;
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
   std::uint64_t duration_ms = 0;

@@ -99,12 +99,18 @@ TEST_CASE("a denied host gets 403 naming the rule and nothing is connected", "[p
     send_all(fd, get(80, "/", "example.com"));
     unmatched = read_answer(socket_reader(fd));
   });
-  CHECK(denied.status == 403);
-  CHECK(denied.body ==
-        "lockroom: api.blocked.test:80 is not allowed by this sandbox's network policy (rule: no-blocked)\n");
-  CHECK(unmatched.status == 403);
-  CHECK(unmatched.body == "lockroom: example.com:80 is not allowed by this sandbox's network policy (rule: default)\n");
   REQUIRE(harness.events.size() == 2);
+  // The body and the headers (what curl -v shows) name the rule and the reason of the record.
+  CHECK(denied.status == 403);
+  CHECK(denied.body == "lockroom: api.blocked.test:80 is not allowed by this sandbox's network policy (rule: no-blocked): " +
+                           harness.events[0].reason + "\n");
+  CHECK(denied.head.find("X-Lockroom-Rule: no-blocked\r\n") != std::string::npos);
+  CHECK(denied.head.find("X-Lockroom-Reason: " + harness.events[0].reason + "\r\n") != std::string::npos);
+  CHECK(denied.head.find("Proxy-Status: lockroom; error=http_request_denied; details=\"rule no-blocked: " +
+                         harness.events[0].reason + "\"\r\n") != std::string::npos);
+  CHECK(harness.events[0].reason.find("api.blocked.test") != std::string::npos);
+  CHECK(unmatched.status == 403);
+  CHECK(unmatched.body == "lockroom: example.com:80 is not allowed by this sandbox's network policy (rule: default): no rule allows http example.com:80\n");
   CHECK(harness.events[0].decision == "deny");
   CHECK(harness.events[0].rule == "no-blocked");
   CHECK(harness.events[1].rule == "default");
@@ -266,7 +272,12 @@ TEST_CASE("approvals: allow once, allow for the sandbox, deny, no hook", "[proxy
   CHECK(questions[0].path == "/asked");
   REQUIRE(harness.events.size() == 4);
   CHECK(harness.events[0].rule == "user");
+  CHECK(harness.events[0].approval == "allowOnce");
   CHECK(harness.events[1].decision == "deny");
+  CHECK(harness.events[1].reason == "the user answered deny");
+  CHECK(harness.events[1].approval == "deny");
+  CHECK(harness.events[2].approval == "allowSandbox");
+  CHECK(harness.events[3].approval.empty());  // the rule "user" decided: nobody was asked
   CHECK(harness.close_all() == 0);
 
   ProxyOptions no_hook;
@@ -278,7 +289,9 @@ TEST_CASE("approvals: allow once, allow for the sandbox, deny, no hook", "[proxy
     denied = read_answer(socket_reader(fd));
   });
   CHECK(denied.status == 403);
-  CHECK(without.events.at(0).reason.find("cannot be asked") != std::string::npos);
+  CHECK(without.events.at(0).reason.find("not asked: the editor did not declare network approvals") != std::string::npos);
+  CHECK(without.events.at(0).approval == "notAsked");
+  CHECK(without.events.at(0).rule == "default");
   CHECK(without.close_all() == 0);
 }
 

@@ -168,7 +168,11 @@ TEST_CASE("CONNECT to a denied target is answered 403 before any tunnel", "[prox
     answer = read_answer(socket_reader(fd), "CONNECT");
   });
   CHECK(answer.status == 403);
-  CHECK(answer.body == "lockroom: example.com:443 is not allowed by this sandbox's network policy (rule: default)\n");
+  CHECK(answer.body == "lockroom: example.com:443 is not allowed by this sandbox's network policy (rule: default): "
+                       "no rule allows https example.com:443\n");
+  CHECK(answer.head.find("X-Lockroom-Rule: default\r\n") != std::string::npos);
+  CHECK(answer.head.find("Proxy-Status: lockroom; error=http_request_denied; details=\"rule default: no rule allows ") !=
+        std::string::npos);
   CHECK(harness.close_all() == 0);
 }
 

@@ -78,8 +78,20 @@ TEST_CASE("an audit record is one JSON line that reads back to the same record")
   denied.rule = "default";
   denied.reason = "address 169.254.169.254 is in 169.254.169.254/32 (link-local: cloud metadata service)";
   json denied_json = audit_record_to_json(denied);
-  for (const char* absent : {"method", "path", "sni", "address", "upstreamStatus", "secrets"}) CHECK_FALSE(denied_json.contains(absent));
+  for (const char* absent : {"method", "path", "sni", "address", "upstreamStatus", "secrets", "approval", "approvalReason"})
+    CHECK_FALSE(denied_json.contains(absent));
   CHECK(*parse_audit_line(audit_record_to_line(denied)) == denied);
+
+  // An approval nobody answered: what came of it and why, read back.
+  AuditRecord unanswered = denied;
+  unanswered.approval = "noAnswer";
+  unanswered.approval_reason = "timeout";
+  json unanswered_json = audit_record_to_json(unanswered);
+  CHECK(unanswered_json["approval"] == "noAnswer");
+  CHECK(unanswered_json["approvalReason"] == "timeout");
+  CHECK(*parse_audit_line(audit_record_to_line(unanswered)) == unanswered);
+  CHECK_FALSE(parse_audit_line(R"({"time":"2026-11-30T09:41:40.123Z","sandbox":"s","host":"h","scheme":"tcp","decision":"deny",)"
+                               R"("rule":"default","approval":7})").ok());
 
   // Guest bytes that are not UTF-8 do not break the line.
   AuditRecord odd = sample();
