@@ -117,6 +117,7 @@ void Agent::turn() {
   if (short events = connection_.poll_events()) set.add(connection_.fd(), events, [this](short r) { connection_.on_poll(r); });
   processes_.add_polls(set);
   net_.add_polls(set);
+  workspace_.add_polls(set);
 
   int timeout = processes_.timeout_ms();
   auto sooner = [&timeout](int ms) { timeout = timeout < 0 ? ms : std::min(timeout, ms); };

@@ -105,6 +105,62 @@ std::string biggest_folders(const std::vector<std::string>& paths, std::size_t t
   return out;
 }
 
+std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& path, struct stat& st, const channel::WorkspaceBounds& bounds,
+                                                    StatCache& cache, const IndexFile* index, BlobHasher& hasher, std::int64_t started, Manifest& m) {
+  channel::ManifestEntry e;
+  e.path = path;
+  std::string raw;
+  if (S_ISLNK(st.st_mode)) {
+    char target[channel::kMaxPath];
+    ssize_t n = ::readlinkat(dir, path.c_str(), target, sizeof target);
+    if (n < 0) {
+      m.skipped++;
+      return std::nullopt;
+    }
+    e.mode = channel::kModeSymlink;
+    e.size = static_cast<std::uint64_t>(n);
+    hasher.begin(e.size);
+    hasher.update(std::string_view(target, static_cast<std::size_t>(n)));
+    raw = hasher.finish_raw();
+  } else {
+    StatKey key = stat_key(st);
+    const IndexFileEntry* indexed = nullptr;
+    if (auto hit = cache.find(path, key)) {
+      raw = *hit;
+      m.cached++;
+    } else if (index && (indexed = index->find(path)) && index->clean(*indexed, st, StatCache::kRacyMarginNs)) {
+      raw = indexed->raw_id;  // git's index vouches for it: the stat cache of the last checkout or git add
+      cache.store(path, key, raw, index->written_ns());
+      m.cached++;
+    } else {
+      auto hashed = hash_regular(dir, path, hasher, st);
+      if (!hashed && hashed.error().code == ErrorCode::kNotFound) {
+        m.skipped++;  // gone since git listed it
+        return std::nullopt;
+      }
+      if (hashed) {
+        raw = *hashed;
+        cache.store(path, stat_key(st), raw, started);
+      } else {
+        auto content = read_once(dir, path, bounds.max_file_bytes);  // a busy writer: hash one read of it
+        if (!content) {
+          m.skipped++;
+          return std::nullopt;
+        }
+        hasher.begin(content->size());
+        hasher.update(*content);
+        raw = hasher.finish_raw();
+        st.st_size = static_cast<off_t>(content->size());
+      }
+      m.hashed++;
+    }
+    e.mode = (st.st_mode & S_IXUSR) ? channel::kModeExecutable : channel::kModeFile;
+    e.size = static_cast<std::uint64_t>(st.st_size);
+  }
+  e.id = channel::id_to_hex(raw);
+  return e;
+}
+
 std::variant<Manifest, RpcError> build_manifest(const std::string& root, const channel::WorkspaceBounds& bounds, StatCache& cache,
                                                 WorkspaceListing& listing) {
   const std::string what = "workspace.manifest: " + root;
@@ -147,61 +203,12 @@ std::variant<Manifest, RpcError> build_manifest(const std::string& root, const c
       m.skipped++;
       continue;
     }
-    channel::ManifestEntry e;
-    e.path = path;
-    std::string raw;
-    if (S_ISLNK(st.st_mode)) {
-      char target[channel::kMaxPath];
-      ssize_t n = ::readlinkat(dir, path.c_str(), target, sizeof target);
-      if (n < 0) {
-        m.skipped++;
-        continue;
-      }
-      e.mode = channel::kModeSymlink;
-      e.size = static_cast<std::uint64_t>(n);
-      hasher.begin(e.size);
-      hasher.update(std::string_view(target, static_cast<std::size_t>(n)));
-      raw = hasher.finish_raw();
-    } else {
-      StatKey key = stat_key(st);
-      const IndexFileEntry* indexed = nullptr;
-      if (auto hit = cache.find(path, key)) {
-        raw = *hit;
-        m.cached++;
-      } else if (index && (indexed = index->find(path)) && index->clean(*indexed, st, StatCache::kRacyMarginNs)) {
-        raw = indexed->raw_id;  // git's index vouches for it: the stat cache of the last checkout or git add
-        cache.store(path, key, raw, index->written_ns());
-        m.cached++;
-      } else {
-        auto hashed = hash_regular(dir, path, hasher, st);
-        if (!hashed && hashed.error().code == ErrorCode::kNotFound) {
-          m.skipped++;  // gone since git listed it
-          continue;
-        }
-        if (hashed) {
-          raw = *hashed;
-          cache.store(path, stat_key(st), raw, started);
-        } else {
-          auto content = read_once(dir, path, bounds.max_file_bytes);  // a busy writer: hash one read of it
-          if (!content) {
-            m.skipped++;
-            continue;
-          }
-          hasher.begin(content->size());
-          hasher.update(*content);
-          raw = hasher.finish_raw();
-          st.st_size = static_cast<off_t>(content->size());
-        }
-        m.hashed++;
-      }
-      e.mode = (st.st_mode & S_IXUSR) ? channel::kModeExecutable : channel::kModeFile;
-      e.size = static_cast<std::uint64_t>(st.st_size);
-      if (st.st_size > bounds.max_file_bytes) too_big.emplace_back(st.st_size, path);
-    }
-    e.id = channel::id_to_hex(raw);
-    m.bytes += static_cast<std::int64_t>(e.size);
-    sizes.emplace_back(static_cast<std::int64_t>(e.size), path);
-    m.entries.push_back(std::move(e));
+    auto e = describe_file(dir, path, st, bounds, cache, index ? &*index : nullptr, hasher, started, m);
+    if (!e) continue;
+    if (e->mode != channel::kModeSymlink && static_cast<std::int64_t>(e->size) > bounds.max_file_bytes) too_big.emplace_back(e->size, path);
+    m.bytes += static_cast<std::int64_t>(e->size);
+    sizes.emplace_back(static_cast<std::int64_t>(e->size), path);
+    m.entries.push_back(std::move(*e));
   }
   ::close(dir);
   if (!too_big.empty())

@@ -12,7 +12,10 @@
 // thread only.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -35,6 +38,14 @@ struct Manifest {
 
 std::variant<Manifest, RpcError> build_manifest(const std::string& root, const protocol::channel::WorkspaceBounds& bounds, StatCache& cache,
                                                 WorkspaceListing& listing);
+
+// One candidate path that lstat() found to be a regular file or a symlink (`st`), as a manifest
+// entry: its id from the stat cache, from git's index when the stat is what `index` recorded
+// (may be null), or hashed (`started`: CLOCK_REALTIME before the manifest began). Counts it in
+// m.hashed / m.cached, or m.skipped when it went away meanwhile (then nullopt).
+std::optional<protocol::channel::ManifestEntry> describe_file(int dir, const std::string& path, struct stat& st,
+                                                              const protocol::channel::WorkspaceBounds& bounds, StatCache& cache,
+                                                              const IndexFile* index, BlobHasher& hasher, std::int64_t started, Manifest& m);
 
 // Splits git's -z output into sorted, unique paths.
 std::vector<std::string> split_z(const std::string& text);

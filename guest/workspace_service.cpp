@@ -14,6 +14,7 @@
 #include "guest/workspace_git.h"
 #include "guest/workspace_index.h"
 #include "guest/workspace_manifest.h"
+#include "guest/workspace_manifest_delta.h"
 #include "protocol/channel/messages.h"
 
 namespace lockroom::agent {
@@ -80,41 +81,65 @@ Outcome WorkspaceService::checkout(const json& params) {
   auto p = channel::parse_workspace_checkout_params(params);
   if (!p) return invalid_params(p.error());
   Workspace& ws = workspace(p->path, static_cast<std::size_t>(channel::WorkspaceBounds{}.max_entries));
+  Outcome out;
   // A sync of a few paths is done here without git; its cache already knows the files it wrote.
+  std::optional<Outcome> fast;
   if (p->base) {
     FastSyncStats stats;
-    if (auto done = fast_sync(*p, ws.cache, &stats)) {
+    if ((fast = fast_sync(*p, ws.cache, &stats)))
       log_debug("workspace.checkout: " + p->path + ": " + std::to_string(stats.changed) + " path(s) changed, " + std::to_string(stats.written) +
                 " written, without git, in " + std::to_string(stats.ms) + " ms");
-      return *done;
-    }
   }
-  // git's index now knows every file it wrote: the manifest takes their ids from it.
-  return checkout_workspace(*p);
+  // Otherwise git's index knows every file git wrote: the manifest takes their ids from it.
+  out = fast ? std::move(*fast) : checkout_workspace(*p);
+  // Watched from the first checkout on (a sync's writes are then seen like any other).
+  if (!std::holds_alternative<RpcError>(out) && !ws.watch.running() && !ws.watch.start(p->path))
+    log_debug("workspace.checkout: no inotify for " + p->path + ": every manifest lists every file");
+  return out;
 }
 
 Outcome WorkspaceService::manifest(const json& params) {
   auto p = channel::parse_workspace_manifest_params(params);
   if (!p) return invalid_params(p.error());
   Workspace& ws = workspace(p->path, static_cast<std::size_t>(p->bounds.max_entries));
-  auto built = build_manifest(p->path, p->bounds, ws.cache, ws.listing);
+  // Only the files written since the latest manifest, when the watch saw nothing else happen.
+  WorkspaceWatch::Changes seen;
+  if (ws.watch.running()) seen = ws.watch.take();
+  auto built = !seen.structural && !ws.remembered.empty() ? update_manifest(p->path, p->bounds, ws.cache, ws.remembered.back().entries, seen.dirty)
+                                                          : build_manifest(p->path, p->bounds, ws.cache, ws.listing);
   if (auto* error = std::get_if<RpcError>(&built)) return *error;
   Manifest& m = std::get<Manifest>(built);
 
   channel::WorkspaceManifestResult result;
   result.manifest = next_manifest_++;
-  result.entries = static_cast<std::int64_t>(m.entries.size());
-  result.bytes = m.bytes;
-  result.hashed = m.hashed;
-  result.cached = m.cached;
+  // Against a manifest the host holds: only what differs from it.
+  const Remembered* since = nullptr;
+  for (const auto& r : ws.remembered)
+    if (p->since && r.id == *p->since) since = &r;
+  std::vector<channel::ManifestEntry> delta;
+  if (since) {
+    delta = manifest_delta(since->entries, m.entries);
+    result.since = since->id;
+  }
+  const std::vector<channel::ManifestEntry>& records = since ? delta : m.entries;
+  std::int64_t upserts = 0, bytes = 0;
+  for (const auto& e : records)
+    if (e.mode != channel::kModeRemoved) upserts++, bytes += static_cast<std::int64_t>(e.size);
+  result.entries = static_cast<std::int64_t>(records.size());
+  result.bytes = bytes;
+  result.hashed = std::min(m.hashed, upserts);
+  result.cached = std::min(m.cached, upserts - result.hashed);
   result.skipped = m.skipped;
   std::string body;
   ws.paths.clear();
-  for (auto& e : m.entries) {
+  ws.paths.reserve(records.size());
+  for (const auto& e : records) {
     channel::append_manifest_record(body, e);
-    ws.paths.push_back(std::move(e.path));
+    ws.paths.push_back(e.path);
   }
   ws.manifest = result.manifest;
+  ws.remembered.push_back(Remembered{result.manifest, std::move(m.entries)});
+  while (ws.remembered.size() > kRememberedManifests) ws.remembered.pop_front();
   result.body = static_cast<std::int64_t>(body.size());
   if (body.size() <= channel::kMaxInlineManifest) {
     result.data = std::move(body);
@@ -165,6 +190,17 @@ void WorkspaceService::pump() {
 
 bool WorkspaceService::ready() const {
   return std::any_of(transfers_.begin(), transfers_.end(), [](const auto& t) { return t.second->ready() || t.second->done(); });
+}
+
+void WorkspaceService::add_polls(PollSet& set) {
+  for (auto& [path, ws] : workspaces_) {
+    if (!ws->watch.running()) continue;
+    // Looked up again when it fires: a request earlier in the same turn may have dropped it.
+    set.add(ws->watch.fd(), POLLIN, [this, path = path](short) {
+      auto it = workspaces_.find(path);
+      if (it != workspaces_.end()) it->second->watch.drain();
+    });
+  }
 }
 
 void WorkspaceService::abandon_all() {

@@ -5,6 +5,10 @@
 //   checkout  puts a commit into the worktree (workspace_checkout.h): first time, or a sync.
 //   manifest  lists the workspace as `git add -A` would take it (workspace_manifest.h), inline
 //             when small, on a stream otherwise; remembered as the workspace's latest manifest.
+//             From the first checkout on, a watch (workspace_watch.h) says which files were
+//             written since the latest manifest; when nothing else happened only those are
+//             looked at (workspace_manifest_delta.h). When the host names a manifest it holds
+//             (`since`, one of the last kRememberedManifests), only the differences are sent.
 //   export    sends chosen entries of the latest manifest as records on a stream.
 //
 // A sync of a few paths is done by the agent itself (workspace_fast_sync.h), else by git. Each
@@ -15,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,6 +30,9 @@
 #include "guest/workspace_hash.h"
 #include "guest/workspace_listing.h"
 #include "guest/workspace_transfers.h"
+#include "guest/workspace_watch.h"
+#include "guest/poll_set.h"
+#include "protocol/channel/messages.h"
 
 namespace lockroom::agent {
 
@@ -43,15 +51,24 @@ class WorkspaceService {
 
   void pump();
   bool ready() const;
+  // The workspace watches' descriptors: each is drained when readable.
+  void add_polls(PollSet& set);
   void abandon_all();
 
  private:
+  static constexpr std::size_t kRememberedManifests = 2;
+  struct Remembered {
+    std::int64_t id = 0;
+    std::vector<protocol::channel::ManifestEntry> entries;  // the whole tree then, sorted
+  };
   struct Workspace {
     explicit Workspace(std::size_t cache_entries) : cache(cache_entries) {}
     StatCache cache;
     WorkspaceListing listing;
+    WorkspaceWatch watch;                // from the first checkout on
+    std::deque<Remembered> remembered;   // the latest manifests, oldest first (a partial one is relative to one of them)
     std::int64_t manifest = 0;
-    std::vector<std::string> paths;  // of that manifest
+    std::vector<std::string> paths;  // of that manifest's records (what workspace.export indexes)
   };
   Workspace& workspace(const std::string& path, std::size_t cache_entries);
   Outcome start(std::unique_ptr<WorkspaceTransfer> transfer, const char* method, std::uint32_t& stream);

@@ -340,6 +340,9 @@ struct WorkspaceCheckoutResult {
 struct WorkspaceManifestParams {
   std::string path = kDefaultWorkspace;
   WorkspaceBounds bounds;
+  // The manifest the host holds in full (its id). The agent may then answer with only what
+  // changed since it; an unknown or stale id gets a full manifest.
+  std::optional<std::int64_t> since;
 };
 struct WorkspaceManifestResult {
   std::int64_t manifest = 0;   // the agent's id for this listing (workspace.export refers to it)
@@ -351,7 +354,14 @@ struct WorkspaceManifestResult {
   std::int64_t body = 0;       // bytes of encoded records
   std::string data;            // the records, when inline (body <= kMaxInlineManifest)
   std::uint32_t stream = 0;    // otherwise the stream that carries them
+  // Present: a partial manifest, only the paths that changed since manifest `since` (each new or
+  // changed entry, or a removal record: mode 0, zero id, size 0). `entries`, `bytes`, `hashed`
+  // and `cached` then count the records sent, and `since` equals the params' `since`.
+  std::optional<std::int64_t> since;
 };
+
+// The mode of a removal record in a partial manifest.
+inline constexpr std::uint32_t kModeRemoved = 0;
 
 struct WorkspaceExportParams {
   std::string path = kDefaultWorkspace;
@@ -395,7 +405,8 @@ std::string workspace_path_problem(std::string_view path);
 
 // Reads manifest records as they arrive, checking every bound: exactly `announced` records,
 // paths valid and strictly increasing (byte order, as git sorts them), known modes, sizes within
-// bounds and adding up to the announced byte total.
+// bounds and adding up to the announced byte total. Removal records (mode 0, zero id, size 0) are
+// accepted only when the result announced a partial manifest (`since`).
 class ManifestDecoder {
  public:
   ManifestDecoder(const WorkspaceManifestResult& announced, const WorkspaceBounds& bounds);
@@ -410,6 +421,7 @@ class ManifestDecoder {
   std::int64_t announced_bytes_;
   std::int64_t announced_body_;
   WorkspaceBounds bounds_;
+  bool partial_ = false;
   std::string pending_;
   std::int64_t received_ = 0;
   std::int64_t total_size_ = 0;

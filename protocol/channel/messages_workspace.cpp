@@ -201,13 +201,18 @@ Result<WorkspaceCheckoutResult> parse_workspace_checkout_result(const json& j) {
 
 // ---- manifest
 
-json to_json(const WorkspaceManifestParams& v) { return bounds_json(json{{"path", v.path}}, v.bounds); }
+json to_json(const WorkspaceManifestParams& v) {
+  json j = bounds_json(json{{"path", v.path}}, v.bounds);
+  if (v.since) j["since"] = *v.since;
+  return j;
+}
 
 Result<WorkspaceManifestParams> parse_workspace_manifest_params(const json& j) {
   ParamReader r(j);
   WorkspaceManifestParams v;
   v.path = read_workspace(r);
   v.bounds = read_bounds(r);
+  if (j.is_object() && j.contains("since")) v.since = r.integer("since", true, 1);
   return finish(r, std::move(v));
 }
 
@@ -219,6 +224,7 @@ json to_json(const WorkspaceManifestResult& v) {
   } else {
     j["data"] = base64_encode(v.data);
   }
+  if (v.since) j["since"] = *v.since;
   return j;
 }
 
@@ -231,6 +237,7 @@ Result<WorkspaceManifestResult> parse_workspace_manifest_result(const json& j, c
   v.hashed = r.integer("hashed", true, 0, v.entries).value_or(0);
   v.cached = r.integer("cached", true, 0, v.entries).value_or(0);
   v.skipped = r.integer("skipped", true, 0, kMaxManifestEntries).value_or(0);
+  if (r.ok() && j.contains("since")) v.since = r.integer("since", true, 1);
   if (r.ok() && v.hashed + v.cached > v.entries)
     r.fail("hashed", "and \"cached\" add up to " + std::to_string(v.hashed + v.cached) + ", more than the " + std::to_string(v.entries) + " entries");
   std::int64_t min_body = v.entries * static_cast<std::int64_t>(kManifestFixedBytes + 1);
@@ -256,7 +263,8 @@ void append_manifest_record(std::string& out, const ManifestEntry& e) {
 }
 
 ManifestDecoder::ManifestDecoder(const WorkspaceManifestResult& announced, const WorkspaceBounds& bounds)
-    : announced_entries_(announced.entries), announced_bytes_(announced.bytes), announced_body_(announced.body), bounds_(bounds) {
+    : announced_entries_(announced.entries), announced_bytes_(announced.bytes), announced_body_(announced.body), bounds_(bounds),
+      partial_(announced.since.has_value()) {
   entries_.reserve(static_cast<std::size_t>(std::min<std::int64_t>(announced_entries_, 1 << 16)));
 }
 
@@ -293,7 +301,9 @@ Result<void> ManifestDecoder::record(std::string_view rec) {
   e.id = id_to_hex(rec.substr(4, 20));
   e.size = get_u64(rec.data() + 24);
   e.path = std::string(rec.substr(kManifestFixedBytes));
-  if (!known_mode(e.mode)) return bad("has mode " + mode_text(e.mode) + "; only 100644, 100755 and 120000 exist");
+  if (e.mode == kModeRemoved && partial_) {
+    if (e.size != 0 || rec.substr(4, 20) != std::string(20, '\0')) return bad("removes " + shown(e.path) + " but has a size or an id");
+  } else if (!known_mode(e.mode)) return bad("has mode " + mode_text(e.mode) + "; only 100644, 100755 and 120000 exist");
   if (auto problem = workspace_path_problem(e.path); !problem.empty()) return bad("has a path that " + problem + ": " + shown(e.path));
   if (!entries_.empty() && !(entries_.back().path < e.path))
     return bad(shown(e.path) + " is out of order (after " + shown(entries_.back().path) + "): paths must be sorted and unique");

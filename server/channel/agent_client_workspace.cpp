@@ -215,7 +215,14 @@ void AgentClient::manifest(const wire::WorkspaceManifestParams& params, Done<Wor
   wire::WorkspaceBounds bounds = params.bounds;
   workspace_call<wire::WorkspaceManifestResult>(
       channel_, alive, wire::method::kWorkspaceManifest, wire::to_json(params), timeouts_.files,
-      [bounds](const json& j) { return wire::parse_workspace_manifest_result(j, bounds); },
+      [bounds, since = params.since](const json& j) -> Result<wire::WorkspaceManifestResult> {
+        auto r = wire::parse_workspace_manifest_result(j, bounds);
+        // A partial answer is only for the manifest the host named.
+        if (r && r->since && r->since != since)
+          return make_error(ErrorCode::kInvalidInput, "it answers with changes since manifest " + std::to_string(*r->since) +
+                                                          (since ? ", not " + std::to_string(*since) + " as asked" : ", which the host did not ask for"));
+        return r;
+      },
       [this, alive, finish, bounds](Result<wire::WorkspaceManifestResult> listed) {
         if (!listed) return (*finish)(listed.error());
         auto decoder = std::make_shared<wire::ManifestDecoder>(*listed, bounds);

@@ -10,6 +10,8 @@
 
 #include "server/common/uv_work.h"
 #include "server/workspace/review/blob_store.h"
+#include "server/workspace/review/manifest_patch.h"
+#include "server/workspace/review/result_tree.h"
 #include "server/workspace/snapshot/snapshot_store.h"
 
 namespace lockroom::core {
@@ -292,10 +294,17 @@ void SandboxWorkspace::refresh(channel::AgentClient& agent, Done<ChangeSet> done
 // What the guest listed, checked, and which of its entries the store lacks (worker thread).
 struct SandboxWorkspace::Listing {
   channel::WorkspaceManifest listed;
-  review::Manifest manifest;
+  std::shared_ptr<const GuestView> previous;  // the view a partial manifest was patched onto, if any
+  review::Manifest manifest;                   // the guest's whole tree now
+  std::vector<review::PathChange> changed;     // against `previous` (points into `manifest`)
   std::vector<std::int64_t> wanted;                                     // agent indexes to export
   std::map<std::int64_t, std::pair<std::string, std::string>> expected;  // index -> id, path
+  RefreshSteps steps;
 };
+
+namespace {
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+}  // namespace
 
 void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done<ChangeSet> done) {
   auto started = Clock::now();
@@ -305,16 +314,22 @@ void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done
   params.bounds.max_entries = static_cast<std::int64_t>(request_.limits.max_files);
   params.bounds.max_file_bytes = static_cast<std::int64_t>(request_.limits.max_file_bytes);
   params.bounds.max_total_bytes = static_cast<std::int64_t>(request_.limits.max_total_bytes) * 2;
+  std::shared_ptr<const GuestView> previous = view_;
+  if (previous) params.since = previous->manifest;
   git_repository* store = store_.get();
-  agent.manifest(params, [this, alive, &agent, attempt, started, params, store, done](Result<channel::WorkspaceManifest> listed) {
+  agent.manifest(params, [this, alive, &agent, attempt, started, params, previous, store, done](Result<channel::WorkspaceManifest> listed) {
     if (!*alive) return;
     if (!listed) return done(make_error(listed.error().code, "cannot list the guest's workspace: " + listed.error().message));
     auto shared = std::make_shared<channel::WorkspaceManifest>(std::move(*listed));
+    auto received = Clock::now();
     run_blocking<std::shared_ptr<Listing>>(
         loop_,
-        [shared, params, store]() -> Result<std::shared_ptr<Listing>> {
+        [shared, params, previous, store, started, received]() -> Result<std::shared_ptr<Listing>> {
           auto out = std::make_shared<Listing>();
           out->listed = std::move(*shared);
+          out->steps.manifest_ms = ms_between(started, received);
+          out->steps.records = static_cast<std::int64_t>(out->listed.entries.size());
+          out->steps.partial = out->listed.summary.since.has_value();
           std::vector<review::ManifestEntry> entries;
           entries.reserve(out->listed.entries.size());
           for (const auto& e : out->listed.entries) entries.push_back({e.path, e.mode, e.id, e.size});
@@ -322,25 +337,48 @@ void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done
           limits.max_entries = static_cast<std::size_t>(params.bounds.max_entries);
           limits.max_blob_bytes = static_cast<std::uint64_t>(params.bounds.max_file_bytes);
           limits.max_total_bytes = static_cast<std::uint64_t>(params.bounds.max_total_bytes);
-          auto manifest = review::validate_manifest(std::move(entries), limits);
+          // AgentClient made sure a partial answer is relative to the manifest asked for.
+          auto manifest = out->steps.partial && previous ? review::apply_partial_manifest(previous->files, std::move(entries), limits)
+                                                         : review::validate_manifest(std::move(entries), limits);
           if (!manifest) return manifest.error();
           out->manifest = std::move(*manifest);
-          auto missing = review::missing_blobs(store, out->manifest);
+          if (previous) {
+            out->previous = previous;
+            out->changed = review::manifest_changes(previous->files, out->manifest);
+          }
+          // The blobs to ask for: of the changed paths only (the view's are all in the store).
+          review::Manifest candidates;
+          if (previous) {
+            for (const auto& c : out->changed)
+              if (c.now) candidates.files.push_back(*c.now);
+          }
+          auto missing = review::missing_blobs(store, previous ? candidates : out->manifest);
           if (!missing) return missing.error();
           // One agent index per missing blob.
           std::set<std::string> wanted;
           for (const auto& oid : *missing) wanted.insert(oid_hex(oid));
           for (std::size_t i = 0; i < out->listed.entries.size(); ++i) {
             const auto& e = out->listed.entries[i];
-            if (wanted.erase(e.id)) {
+            if (e.mode != wire::kModeRemoved && wanted.erase(e.id)) {
               out->wanted.push_back(static_cast<std::int64_t>(i));
               out->expected[static_cast<std::int64_t>(i)] = {e.id, e.path};
             }
           }
+          if (!wanted.empty())  // a blob the view claims but the store lost: list everything again
+            return make_error(ErrorCode::kWrongState, "the store lacks " + std::to_string(wanted.size()) + " blob(s) the last view listed");
+          out->steps.changed_paths = static_cast<std::int64_t>(out->changed.size());
+          out->steps.check_ms = ms_between(received, Clock::now());
           return out;
         },
-        [this, alive, &agent, attempt, started, params, done](Result<std::shared_ptr<Listing>> listing) {
+        [this, alive, &agent, attempt, started, params, previous, done](Result<std::shared_ptr<Listing>> listing) {
           if (!*alive) return;
+          if (!listing && previous && attempt < kRefreshAttempts) {
+            // The view could not take this answer (a store that lost a blob, a limit crossed by
+            // the patch): forget it and list everything.
+            spdlog::warn("workspace refresh: {}; asking the guest for a full manifest", listing.error().message);
+            if (view_ == previous) view_.reset();
+            return do_refresh(agent, attempt + 1, done);
+          }
           if (!listing) return done(listing.error());
           fetch_and_diff(agent, attempt, started, params.bounds, std::move(*listing), done);
         });
@@ -348,12 +386,16 @@ void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done
 }
 
 // Fetches the blobs the store lacks, then (worker thread) stores them, builds the result tree
-// and diffs it with the base.
+// (the changed folders of the last one when there is one) and diffs it with the base.
 void SandboxWorkspace::fetch_and_diff(channel::AgentClient& agent, int attempt, Clock::time_point started,
                                       const wire::WorkspaceBounds& bounds, std::shared_ptr<Listing> listing, Done<ChangeSet> done) {
   struct Fetched {
     std::vector<channel::ExportedFile> files;
     bool changed_since_listing = false;
+  };
+  struct Refreshed {
+    ChangeSet set;
+    std::shared_ptr<const GuestView> view;  // none when an entry was refused: the next refresh lists everything
   };
   auto fetched = std::make_shared<Fetched>();
   auto alive = alive_;
@@ -361,35 +403,63 @@ void SandboxWorkspace::fetch_and_diff(channel::AgentClient& agent, int attempt, 
   auto base = ids_of(base_);
   if (!base) return done(base.error());
   git_oid base_tree = base->tree;
-  auto diff = [this, alive, listing, fetched, store, base_tree, started, done]() {
-    run_blocking<ChangeSet>(
+  auto fetch_started = std::make_shared<Clock::time_point>(Clock::now());
+  auto diff = [this, alive, listing, fetched, store, base_tree, started, fetch_started, done]() {
+    run_blocking<Refreshed>(
         loop_,
-        [listing, fetched, store, base_tree, started]() -> Result<ChangeSet> {
+        [listing, fetched, store, base_tree, started, fetch_started]() -> Result<Refreshed> {
           ChangeSet set;
+          set.steps = listing->steps;
           for (const auto& file : fetched->files) {
-            const auto& [id, path] = listing->expected.at(file.entry);
-            auto oid = parse_oid(id, "exported file");
+            const auto& expected = listing->expected.at(file.entry);
+            auto oid = parse_oid(expected.first, "exported file");
             if (!oid) return oid.error();
-            auto stored = review::store_blob(store, *oid, file.content, path);
+            auto stored = review::store_blob(store, *oid, file.content, expected.second);
             if (!stored) return stored.error();
             set.blobs_fetched++;
             set.bytes_fetched += file.content.size();
           }
-          auto tree = review::build_result_tree(store, listing->manifest);
+          auto tree_started = Clock::now();
+          set.steps.fetch_ms = ms_between(*fetch_started, tree_started);
+          Result<git_oid> tree = make_error(ErrorCode::kInternal, "no result tree");
+          if (listing->previous) {
+            tree = review::update_result_tree(store, listing->previous->tree, listing->changed);
+            if (!tree && tree.error().code == ErrorCode::kInternal) {
+              spdlog::warn("workspace refresh: {}; building the result tree from scratch", tree.error().message);
+              tree = review::build_result_tree(store, listing->manifest);
+            }
+          } else {
+            tree = review::build_result_tree(store, listing->manifest);
+          }
           if (!tree) return tree.error();
+          auto compute_started = Clock::now();
+          set.steps.tree_ms = ms_between(tree_started, compute_started);
           auto changes = review::Changes::compute(store, base_tree, *tree);
           if (!changes) return changes.error();
+          set.steps.compute_ms = ms_between(compute_started, Clock::now());
           set.changes = std::make_shared<review::Changes>(std::move(*changes));
           set.refused = listing->manifest.refused;
           set.refresh_ms = ms_since(started);
-          return set;
+          Refreshed out{std::move(set), nullptr};
+          if (out.set.refused.empty()) {
+            auto view = std::make_shared<GuestView>();
+            view->manifest = listing->listed.summary.manifest;
+            view->files = std::move(listing->manifest);
+            listing->changed.clear();  // pointed into the manifest just moved
+            view->tree = *tree;
+            out.view = std::move(view);
+          }
+          return out;
         },
-        [this, alive, done](Result<ChangeSet> set) {
+        [this, alive, done](Result<Refreshed> refreshed) {
           if (!*alive) return;
-          if (set && !set->refused.empty())
-            spdlog::warn("the guest's manifest had {} entries lockroom refused (first: {}: {})", set->refused.size(),
-                         set->refused.front().path, set->refused.front().reason);
-          if (set) reviewed_ = *set;
+          if (!refreshed) return done(refreshed.error());
+          ChangeSet& set = refreshed->set;
+          if (!set.refused.empty())
+            spdlog::warn("the guest's manifest had {} entries lockroom refused (first: {}: {})", set.refused.size(),
+                         set.refused.front().path, set.refused.front().reason);
+          view_ = std::move(refreshed->view);
+          reviewed_ = set;
           done(std::move(set));
         });
   };

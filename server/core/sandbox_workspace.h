@@ -3,9 +3,10 @@
 // Made by snapshotting the host directory into lockroom's private store for it
 // (<cache>/workspaces/<key>/store.git, server/workspace/snapshot) on a worker thread. import()
 // sends the guest only the objects it lacks as a git pack and checks the snapshot out at
-// /workspace. refresh() asks the agent for its manifest, fetches only the blobs the store lacks
-// (each checked against its id: the guest is hostile), builds the result tree and diffs it with
-// the base (server/workspace/review). apply_worktree()/apply_branch() act on the result the user
+// /workspace. refresh() asks the agent for its manifest (after the first, only what changed since
+// the last one: a partial manifest patched onto the view kept here), fetches only the blobs the
+// store lacks (each checked against its id: the guest is hostile), rewrites the changed folders
+// of the result tree and diffs it with the base (server/workspace/review). apply_worktree()/apply_branch() act on the result the user
 // last reviewed; nothing reaches the host workspace any other way. sync() snapshots the host
 // again and brings its edits into the guest, which then becomes the new base.
 //
@@ -47,6 +48,18 @@ struct WorkspaceTransfer {
   std::int64_t import_ms = 0;  // send + index-pack + checkout in the guest
 };
 
+// Where a refresh's time went (for benchmarks and logs), in ms.
+struct RefreshSteps {
+  bool partial = false;        // the agent sent only what changed since the last refresh
+  std::int64_t records = 0;    // manifest records received
+  std::int64_t changed_paths = 0;
+  double manifest_ms = 0;      // the agent's manifest, received and decoded
+  double check_ms = 0;         // validated (or patched onto the last view), missing blobs found
+  double fetch_ms = 0;         // the missing blobs fetched and stored
+  double tree_ms = 0;          // the result tree
+  double compute_ms = 0;       // Changes::compute
+};
+
 // What the review works on: the changes between the base and the guest's tree at one moment.
 struct ChangeSet {
   std::shared_ptr<workspace::review::Changes> changes;
@@ -54,6 +67,7 @@ struct ChangeSet {
   std::uint64_t blobs_fetched = 0;
   std::uint64_t bytes_fetched = 0;
   std::int64_t refresh_ms = 0;
+  RefreshSteps steps;
 };
 
 struct BranchApply {
@@ -113,6 +127,14 @@ class SandboxWorkspace {
   void send_snapshot(channel::AgentClient& agent, const workspace::snapshot::SnapshotResult& snapshot,
                      std::optional<std::string> base_commit, Done<WorkspaceTransfer> done);
   struct Listing;
+  // The guest's tree as the last refresh accepted it (none refused): the agent's manifest id, the
+  // files and their result tree. The next refresh asks for what changed since that manifest and
+  // rewrites only the changed folders of that tree.
+  struct GuestView {
+    std::int64_t manifest = 0;
+    workspace::review::Manifest files;
+    git_oid tree{};
+  };
   void do_refresh(channel::AgentClient& agent, int attempt, Done<ChangeSet> done);
   void fetch_and_diff(channel::AgentClient& agent, int attempt, std::chrono::steady_clock::time_point started,
                       const channel::wire::WorkspaceBounds& bounds, std::shared_ptr<Listing> listing, Done<ChangeSet> done);
@@ -127,6 +149,7 @@ class SandboxWorkspace {
   workspace::snapshot::SnapshotResult base_;
   workspace::snapshot::OidSet guest_has_;  // objects sent to this guest so far
   std::optional<ChangeSet> reviewed_;
+  std::shared_ptr<const GuestView> view_;
   std::deque<std::function<void(std::function<void()>)>> queue_;
   bool running_ = false;
   std::function<void()> abandon_;  // fails the operation in flight (one at a time) when this object goes

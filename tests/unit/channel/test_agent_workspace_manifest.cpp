@@ -2,6 +2,10 @@
 // against `git hash-object`, exports against the files, the stat cache and git's index sparing
 // re-hashes, and the bounds the host declares refused by the agent with the biggest offenders.
 #include <algorithm>
+#include <map>
+#include <set>
+
+#include "guest/workspace_watch.h"
 
 #include "tests/unit/channel/agent_workspace_world.h"
 
@@ -217,4 +221,159 @@ TEST_CASE("agent workspace: manifests without git ls-files still list what git w
   CHECK(listed() == git_paths());
   CHECK_FALSE(h.failure);
   CHECK(h.shutdown() == 0);
+}
+
+// ---- partial manifests and the workspace watch
+
+namespace {
+
+Result<channel::WorkspaceManifest> manifest_since(AgentHarness& h, World& w, std::int64_t since) {
+  wire::WorkspaceManifestParams p;
+  p.path = w.ws.string();
+  p.since = since;
+  return wait_for<channel::WorkspaceManifest>(h, [&](auto done) { h.client->manifest(p, done); });
+}
+
+// `before` with a partial manifest's records applied.
+std::map<std::string, wire::ManifestEntry> patched(const channel::WorkspaceManifest& before, const channel::WorkspaceManifest& partial) {
+  std::map<std::string, wire::ManifestEntry> out;
+  for (const auto& e : before.entries) out[e.path] = e;
+  for (const auto& e : partial.entries) {
+    if (e.mode == wire::kModeRemoved) out.erase(e.path);
+    else out[e.path] = e;
+  }
+  return out;
+}
+
+std::map<std::string, wire::ManifestEntry> by_path(const channel::WorkspaceManifest& m) {
+  std::map<std::string, wire::ManifestEntry> out;
+  for (const auto& e : m.entries) out[e.path] = e;
+  return out;
+}
+
+bool same(const std::map<std::string, wire::ManifestEntry>& a, const std::map<std::string, wire::ManifestEntry>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [path, e] : a) {
+    auto it = b.find(path);
+    if (it == b.end() || it->second.id != e.id || it->second.mode != e.mode || it->second.size != e.size) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("agent workspace: a partial manifest holds only what changed since the manifest the host names", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  AgentHarness h;
+  REQUIRE(import(h, w.checkout(c1), w.pack(c1)));
+  auto m1 = manifest(h, w);
+  REQUIRE(m1);
+
+  write(w.ws / "a.txt", "alpha, edited\n");
+  fs::remove(w.ws / "dir" / "b.txt");
+  write(w.ws / "new" / "c.txt", "charlie\n");
+  write(w.ws / "new" / "d.log", "ignored\n");
+  auto m2 = manifest_since(h, w, m1->summary.manifest);
+  REQUIRE(m2);
+  REQUIRE(m2->summary.since == m1->summary.manifest);
+  std::vector<std::string> records;
+  for (const auto& e : m2->entries) records.push_back(e.path + (e.mode == wire::kModeRemoved ? " (removed)" : ""));
+  CHECK(records == std::vector<std::string>{"a.txt", "dir/b.txt (removed)", "new/c.txt"});
+  CHECK(find(*m2, "a.txt")->id == w.hash_object("a.txt"));
+  CHECK(m2->summary.bytes == 14 + 8);
+  auto full = manifest(h, w);
+  REQUIRE(full);
+  CHECK_FALSE(full->summary.since);
+  CHECK(same(patched(*m1, *m2), by_path(*full)));
+
+  // An edit in place: the watch names the file, nothing else is looked at again.
+  write(w.ws / "new" / "c.txt", "charlie, twice\n");
+  auto m4 = manifest_since(h, w, full->summary.manifest);
+  REQUIRE(m4);
+  REQUIRE(m4->entries.size() == 1);
+  CHECK(m4->entries[0].path == "new/c.txt");
+  CHECK(m4->entries[0].id == w.hash_object("new/c.txt"));
+  CHECK(m4->summary.hashed == 1);
+  // Nothing changed: an empty partial manifest.
+  auto m5 = manifest_since(h, w, m4->summary.manifest);
+  REQUIRE(m5);
+  CHECK(m5->summary.since == m4->summary.manifest);
+  CHECK(m5->entries.empty());
+  // The one before the latest is remembered too; older or unknown ones get everything.
+  auto m6 = manifest_since(h, w, m4->summary.manifest);
+  REQUIRE(m6);
+  CHECK(m6->summary.since == m4->summary.manifest);
+  auto stale = manifest_since(h, w, m4->summary.manifest);
+  REQUIRE(stale);
+  CHECK_FALSE(stale->summary.since);
+  CHECK(stale->entries.size() == full->entries.size());
+  auto unknown = manifest_since(h, w, 999999);
+  REQUIRE(unknown);
+  CHECK_FALSE(unknown->summary.since);
+  CHECK(same(by_path(*unknown), patched(*full, *m4)));
+  // Export indexes name the records of the latest (partial) manifest.
+  write(w.ws / "a.txt", "alpha, third\n");
+  auto m9 = manifest_since(h, w, unknown->summary.manifest);
+  REQUIRE(m9);
+  REQUIRE(m9->entries.size() == 1);
+  wire::WorkspaceExportParams x;
+  x.path = w.ws.string();
+  x.manifest = m9->summary.manifest;
+  x.entries = {0};
+  std::vector<channel::ExportedFile> files;
+  REQUIRE(wait_for<std::int64_t>(h, [&](auto d) { h.client->export_files(x, [&](channel::ExportedFile f) { files.push_back(std::move(f)); }, d); }));
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].content == "alpha, third\n");
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
+}
+
+TEST_CASE("agent workspace: the watch names written files, and anything structural or lost means a full listing", "[channel][workspace]") {
+  World w;
+  fs::path root = w.ws;
+  write(root / "a" / "b" / "g.txt", "g\n");
+  write(root / "top.txt", "top\n");
+  write(root / ".git" / "index", "not really\n");
+  agent::WorkspaceWatch watch(3);
+  REQUIRE(watch.start(root.string()));
+  CHECK(watch.take().structural);  // what happened before it started is unknown
+  CHECK(watch.watches() == 3);     // the root, a, a/b (not .git)
+
+  write(root / "a" / "b" / "g.txt", "g, edited\n");
+  fs::permissions(root / "top.txt", fs::perms::owner_exec, fs::perm_options::add);
+  auto edits = watch.take();
+  CHECK_FALSE(edits.structural);
+  CHECK(edits.dirty == std::set<std::string>{"a/b/g.txt", "top.txt"});
+  auto quiet = watch.take();
+  CHECK_FALSE(quiet.structural);
+  CHECK(quiet.dirty.empty());
+
+  write(root / "a" / "new.txt", "a new file\n");
+  CHECK(watch.take().structural);
+  fs::create_directories(root / "fresh" / "deeper");
+  CHECK(watch.take().structural);
+  write(root / "fresh" / "deeper" / "h.txt", "h\n");
+  CHECK(watch.take().structural);  // created: structural; its folder is watched from the mkdir on
+  write(root / "fresh" / "deeper" / "h.txt", "h, edited\n");
+  CHECK(watch.take().dirty == std::set<std::string>{"fresh/deeper/h.txt"});
+  fs::rename(root / "top.txt", root / "moved.txt");
+  CHECK(watch.take().structural);
+  write(root / ".git" / "index", "git wrote its index\n");
+  CHECK(watch.take().structural);
+  write(root / "a" / ".gitignore", "*.o\n");
+  CHECK(watch.take().structural);
+
+  // More written files than it keeps: lost, so a full listing; re-armed, it is precise again.
+  for (const char* f : {"a/b/g.txt", "moved.txt", "a/new.txt", "fresh/deeper/h.txt"}) write(root / f, "again\n");
+  auto lost = watch.take();
+  CHECK(lost.structural);
+  write(root / "a" / "new.txt", "after the loss\n");
+  auto after = watch.take();
+  CHECK_FALSE(after.structural);
+  CHECK(after.dirty == std::set<std::string>{"a/new.txt"});
+
+  fs::remove_all(root / "fresh");
+  CHECK(watch.take().structural);
+  CHECK(watch.watches() == 3);  // fresh and fresh/deeper's watches went with them
 }

@@ -101,6 +101,64 @@ TEST_CASE("lying agent: a manifest over the host's bounds fails the channel", "[
   }
 }
 
+TEST_CASE("lying agent: a partial manifest the host did not ask for, or for another manifest, fails the channel", "[channel][hostile][workspace]") {
+  std::string body = record("a", 1);
+  auto partial_since = [&](std::optional<std::int64_t> asked, std::int64_t answered) {
+    Liar t;
+    t.agent->on_request([&](LyingAgent& a, const protocol::Request& r) {
+      a.reply(r.id, json{{"manifest", 9}, {"entries", 1}, {"bytes", 1}, {"hashed", 1}, {"cached", 0}, {"skipped", 0},
+                         {"body", body.size()}, {"data", wire::base64_encode(body)}, {"since", answered}});
+    });
+    wire::WorkspaceManifestParams p;
+    p.since = asked;
+    std::optional<Result<channel::WorkspaceManifest>> got;
+    t.client->manifest(p, [&](Result<channel::WorkspaceManifest> r) { got.emplace(std::move(r)); });
+    REQUIRE(t.loop.run_until([&] { return t.failure.has_value() && got.has_value(); }));
+    REQUIRE_FALSE(*got);
+    std::string why = t.failure->message;
+    CHECK(t.finish() == 0);
+    return why;
+  };
+  CHECK_THAT(partial_since(std::nullopt, 3), Catch::Contains("changes since manifest 3, which the host did not ask for"));
+  CHECK_THAT(partial_since(4, 3), Catch::Contains("changes since manifest 3, not 4 as asked"));
+}
+
+TEST_CASE("workspace records: removal records only in a partial manifest, without size or id", "[channel][workspace][hostile]") {
+  wire::WorkspaceBounds bounds;
+  auto decode = [&](const std::string& body, std::int64_t entries, std::int64_t bytes, std::optional<std::int64_t> since) {
+    wire::WorkspaceManifestResult announced;
+    announced.entries = entries;
+    announced.bytes = bytes;
+    announced.body = static_cast<std::int64_t>(body.size());
+    announced.since = since;
+    wire::ManifestDecoder d(announced, bounds);
+    if (auto fed = d.feed(body); !fed) return Result<std::vector<wire::ManifestEntry>>(fed.error());
+    return d.finish();
+  };
+  auto removal = [](const std::string& path, std::uint64_t size = 0, char id = '0') {
+    std::string out;
+    wire::append_manifest_record(out, wire::ManifestEntry{path, wire::kModeRemoved, std::string(40, id), size});
+    return out;
+  };
+  auto good = decode(record("a", 2) + removal("b") + record("c", 3), 3, 5, 7);
+  REQUIRE(good);
+  CHECK((*good)[1].mode == wire::kModeRemoved);
+  CHECK((*good)[1].path == "b");
+
+  auto message = [&](const std::string& body, std::int64_t entries, std::int64_t bytes, std::optional<std::int64_t> since) {
+    auto r = decode(body, entries, bytes, since);
+    REQUIRE_FALSE(r);
+    return r.error().message;
+  };
+  CHECK_THAT(message(removal("b"), 1, 0, std::nullopt), Catch::Contains("has mode 0;"));  // a full manifest has no removals
+  CHECK_THAT(message(removal("b", 5), 1, 0, 7), Catch::Contains("removes \"b\" but has a size or an id"));
+  CHECK_THAT(message(removal("b", 0, 'a'), 1, 0, 7), Catch::Contains("but has a size or an id"));
+  CHECK_THAT(message(removal("../etc"), 1, 0, 7), Catch::Contains("has a \"..\" component"));
+  CHECK_THAT(message(record(".git/hooks/post-checkout", 1), 1, 1, 7), Catch::Contains("inside a .git folder"));
+  CHECK_THAT(message(removal("b") + record("b", 1), 2, 1, 7), Catch::Contains("sorted and unique"));
+  CHECK_THAT(message(record("a", 1) + removal("b"), 1, 1, 7), Catch::Contains("one more than the 1 announced"));
+}
+
 // ---- the record codecs alone
 
 TEST_CASE("workspace records: manifest decoder checks paths, order, modes and totals", "[channel][workspace]") {

@@ -1,0 +1,67 @@
+// WorkspaceWatch: inotify on every folder of a workspace, so a manifest looks only at the files
+// that changed since the last one instead of an lstat of every file (~1 s for 8,000 files under
+// TCG).
+//
+// Started when a workspace is first checked out. Every folder below the root is watched except
+// `.git` folders, whose own inputs to the listing (.git/index, .git/config, .git/info/) are
+// watched alone. A file written, truncated or chmod'ed is "dirty"; anything that can change
+// which paths a manifest lists — an entry created, deleted or renamed anywhere, a .gitignore
+// edited, git's index, config or info/ touched — is "structural", and so is a lost event: the
+// kernel queue overflowed, a watch could not be added (more than kMaxWatches folders, or the
+// kernel's limit), or the root itself went. take() hands over what changed since the previous
+// take(); after a loss it re-arms every watch first, so what happens during the full listing that
+// follows is seen by the next one. More than kMaxDirty written files count as a loss too. drain() reads pending events; the agent's poll loop calls it
+// whenever the descriptor is readable, so the kernel's queue rarely fills. Loop thread only.
+#pragma once
+
+#include <cstddef>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+namespace lockroom::agent {
+
+class WorkspaceWatch {
+ public:
+  static constexpr std::size_t kMaxWatches = 20000;
+  static constexpr std::size_t kMaxDirty = 50000;  // more written files than this: list everything
+
+  explicit WorkspaceWatch(std::size_t max_dirty = kMaxDirty) : max_dirty_(max_dirty) {}
+  ~WorkspaceWatch();
+  WorkspaceWatch(const WorkspaceWatch&) = delete;
+  WorkspaceWatch& operator=(const WorkspaceWatch&) = delete;
+
+  // Watches `root` (an absolute path) and every folder below it. False when inotify is missing;
+  // a watch that could not be added only marks the state lost (the next take() re-arms).
+  bool start(const std::string& root);
+  bool running() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+
+  // Reads every pending event without blocking.
+  void drain();
+
+  struct Changes {
+    bool structural = true;        // list every path again (dirty is then incomplete)
+    std::set<std::string> dirty;   // workspace-relative paths of files written since
+  };
+  // What changed since the previous take() (or start()); the next take() starts from now.
+  Changes take();
+
+  std::size_t watches() const { return dirs_.size(); }
+
+ private:
+  void add_tree(const std::string& rel);  // rel: "" or "a/b/"
+  void add_git_dir(const std::string& rel);
+  void stop();
+
+  std::size_t max_dirty_;
+  std::string root_;
+  int fd_ = -1;
+  std::unordered_map<int, std::string> dirs_;  // watch descriptor -> folder, "" or ending in '/'
+  std::unordered_map<int, bool> git_dirs_;     // watch descriptors on .git folders (any event is structural)
+  bool lost_ = false;
+  bool structural_ = false;
+  std::set<std::string> dirty_;
+};
+
+}  // namespace lockroom::agent
