@@ -54,35 +54,35 @@ struct Recorder final : core::SandboxEvents {
 
 TEST_CASE("the named sandbox is found by id or prefix, otherwise the error says what exists", "[control]") {
   TempDir root("lockroom-control-root");
-  auto none = find_control_target(root.path, "sb-1", alive);
+  auto none = find_control_target(root.path(), "sb-1", alive);
   REQUIRE_FALSE(none.ok());
   CHECK(none.error().message == "no sandbox 'sb-1': no sandboxes are running");
 
-  publish(root.path, "sb-aaaa11", kSelf, 1, "/some/where/control.sock");
-  publish(root.path, "sb-bbbb22", kSelf, 2);
-  publish(root.path, "sb-cccc33", kGoneOwner, 3, "/gone/control.sock");
+  publish(root.path(), "sb-aaaa11", kSelf, 1, "/some/where/control.sock");
+  publish(root.path(), "sb-bbbb22", kSelf, 2);
+  publish(root.path(), "sb-cccc33", kGoneOwner, 3, "/gone/control.sock");
 
-  auto found = find_control_target(root.path, "sb-aaaa", alive);
+  auto found = find_control_target(root.path(), "sb-aaaa", alive);
   REQUIRE(found.ok());
   CHECK(found->id == "sb-aaaa11");
   CHECK(found->control_socket == "/some/where/control.sock");  // the record round-trips the socket
 
-  auto no_socket = find_control_target(root.path, "sb-bbbb22", alive);
+  auto no_socket = find_control_target(root.path(), "sb-bbbb22", alive);
   REQUIRE_FALSE(no_socket.ok());
   CHECK(no_socket.error().message.find("serves no control socket") != std::string::npos);
 
-  auto gone = find_control_target(root.path, "sb-cccc", alive);
+  auto gone = find_control_target(root.path(), "sb-cccc", alive);
   REQUIRE_FALSE(gone.ok());
   CHECK(gone.error().code == ErrorCode::kNotFound);
   CHECK(gone.error().message == "sandbox sb-cccc33 is gone: its owner, process 999999, no longer runs (its changes went with it)");
 
-  auto missing = find_control_target(root.path, "sb-zz", alive);
+  auto missing = find_control_target(root.path(), "sb-zz", alive);
   REQUIRE_FALSE(missing.ok());
   std::string self = std::to_string(kSelf);
   CHECK(missing.error().message ==
         "no sandbox 'sb-zz'; running: sb-aaaa11 (process " + self + "), sb-bbbb22 (process " + self + ")");
 
-  auto ambiguous = find_control_target(root.path, "sb-", alive);
+  auto ambiguous = find_control_target(root.path(), "sb-", alive);
   REQUIRE_FALSE(ambiguous.ok());
   CHECK(ambiguous.error().message.find("more than one sandbox") != std::string::npos);
 }
@@ -90,13 +90,13 @@ TEST_CASE("the named sandbox is found by id or prefix, otherwise the error says 
 TEST_CASE("a ready sandbox gets a control socket with the review methods of that sandbox only", "[control]") {
   TestLoop loop;
   TempDir root("lockroom-control-root");
-  auto published = publish(root.path, "sb-ep0001", kSelf, 1);
+  auto published = publish(root.path(), "sb-ep0001", kSelf, 1);
   Recorder inner;
   {
-    ControlEndpoints endpoints(loop.get(), root.path, inner);
+    ControlEndpoints endpoints(loop.get(), root.path(), inner);
     core::ManagerConfig config;
-    config.paths.cache = root.path / "cache";
-    config.paths.state = root.path;
+    config.paths.cache = root.path() / "cache";
+    config.paths.state = root.path();
     core::SandboxManager manager(loop.get(), config, endpoints);
     endpoints.attach(manager);
 
@@ -109,7 +109,7 @@ TEST_CASE("a ready sandbox gets a control socket with the review methods of that
     CHECK(endpoints.open_count() == 1);
     fs::path socket = published.state_dir / kControlSocketName;
     CHECK(fs::exists(socket));
-    auto target = find_control_target(root.path, "sb-ep", alive);
+    auto target = find_control_target(root.path(), "sb-ep", alive);
     REQUIRE(target.ok());
     CHECK(target->control_socket == socket);
     CHECK(target->qemu_pid == 1);  // the rest of the record is kept

@@ -75,7 +75,7 @@ ssize_t read_while_looping(TestLoop& loop, int fd, std::string& out) {
 TEST_CASE("a control socket is private, answers its bound methods only, and goes with its object", "[control]") {
   TestLoop loop;
   TempDir dir("lockroom-control");
-  fs::path path = dir.path / "control.sock";
+  fs::path path = dir.path() / "control.sock";
   {
     auto server = echo_server(loop.get(), path);
     struct stat st{};
@@ -113,7 +113,7 @@ TEST_CASE("a control socket is private, answers its bound methods only, and goes
 TEST_CASE("peers past the limit are closed at once, the others keep working", "[control]") {
   TestLoop loop;
   TempDir dir("lockroom-control");
-  fs::path path = dir.path / "control.sock";
+  fs::path path = dir.path() / "control.sock";
   auto server = echo_server(loop.get(), path);
   std::vector<int> fds;
   for (std::size_t i = 0; i < ControlSocket::kMaxClients + 1; ++i) {
@@ -145,7 +145,7 @@ TEST_CASE("peers past the limit are closed at once, the others keep working", "[
 TEST_CASE("an over-long request line is refused and skipped, the next request is answered", "[control]") {
   TestLoop loop;
   TempDir dir("lockroom-control");
-  fs::path path = dir.path / "control.sock";
+  fs::path path = dir.path() / "control.sock";
   auto server = echo_server(loop.get(), path);
   int fd = raw_connect(path);
   std::string junk(ControlSocket::kMaxRequestBytes + 1000, 'x');
@@ -178,7 +178,7 @@ TEST_CASE("an over-long request line is refused and skipped, the next request is
 TEST_CASE("the client talks only to the record's owner and says when nobody answers", "[control]") {
   TestLoop loop;
   TempDir dir("lockroom-control");
-  fs::path path = dir.path / "control.sock";
+  fs::path path = dir.path() / "control.sock";
   auto missing = ControlClient::connect(record_for(path, static_cast<int>(getpid())));
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().message.find("does not answer on " + path.string()) != std::string::npos);
@@ -194,7 +194,7 @@ TEST_CASE("the client talks only to the record's owner and says when nobody answ
 TEST_CASE("a server that goes away during a call is reported, not waited for", "[control]") {
   TestLoop loop;
   TempDir dir("lockroom-control");
-  fs::path path = dir.path / "control.sock";
+  fs::path path = dir.path() / "control.sock";
   std::optional<rpc::Reply> held;
   auto made = ControlSocket::listen(loop.get(), path, [&](rpc::Dispatcher& d) {
     d.on_request("test/hold", [&](json, rpc::Reply reply) { held = reply; });

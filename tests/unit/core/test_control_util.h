@@ -1,5 +1,5 @@
-// Helpers of the control socket tests: a temporary directory, and running a blocking client on
-// a thread while the test thread turns the server's loop.
+// Helper of the control socket tests: running a blocking client on a thread while the test
+// thread turns the server's loop.
 #pragma once
 
 #include <unistd.h>
@@ -13,20 +13,9 @@
 
 #include <uv.h>
 
-namespace lockroom::testing {
+#include "tests/support/temp_dir.h"
 
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const std::string& prefix) {
-    // mkdtemp fills in the XXXXXX; $TMPDIR is honoured.
-    std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+namespace lockroom::testing {
 
 // Runs `client` (blocking calls, no test assertions inside) on a thread and the loop here until
 // it returns; gives back what it returned.

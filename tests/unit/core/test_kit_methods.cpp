@@ -31,15 +31,15 @@ struct KitWorld {
     uv_loop_init(&loop);
     api::bind_kit_methods(h.d(), &loop);
     if (const char* old = std::getenv("LOCKROOM_KIT_PATH")) old_kit_path = old;
-    setenv("LOCKROOM_KIT_PATH", kit_path.path.c_str(), 1);
-    auto kits = workspace.path / ".lockroom" / "kits";
+    setenv("LOCKROOM_KIT_PATH", kit_path.path().c_str(), 1);
+    auto kits = workspace.path() / ".lockroom" / "kits";
     write(kits / "base.yaml", "name: base\ndescription: the base\nenv: {LEVEL: base, KEEP: yes}\n");
     write(kits / "app" / "kit.yaml", "name: app\ndescription: the app\nextends: [base]\nenv: {LEVEL: app}\n");
     write(kits / "broken.yaml", "name: broken\nenv:\n  PATH: [not, a, string]\n");
     write(kits / "loop-a.yaml", "name: loop-a\nextends: [loop-b]\n");
     write(kits / "loop-b.yaml", "name: loop-b\nextends: [loop-a]\n");
     // The same name earlier in the search path hides the workspace's.
-    write(kit_path.path / "base.yaml", "name: base\ndescription: from LOCKROOM_KIT_PATH\nenv: {LEVEL: path}\n");
+    write(kit_path.path() / "base.yaml", "name: base\ndescription: from LOCKROOM_KIT_PATH\nenv: {LEVEL: path}\n");
   }
   ~KitWorld() {
     if (old_kit_path.empty()) unsetenv("LOCKROOM_KIT_PATH");
@@ -65,7 +65,7 @@ const json* find_kit(const json& list, const std::string& name) {
 
 TEST_CASE("kit/list shows every visible kit with its origin, and a broken one with why", "[kits][api]") {
   KitWorld w;
-  json reply = w.ask("kit/list", {{"workspace", w.workspace.path.string()}});
+  json reply = w.ask("kit/list", {{"workspace", w.workspace.path().string()}});
   INFO(reply.dump());
   const json& result = reply.at("result");
   const json* base = find_kit(result, "base");
@@ -85,12 +85,12 @@ TEST_CASE("kit/list shows every visible kit with its origin, and a broken one wi
   CHECK(offline->at("origin") == "built-in");
   REQUIRE(result.at("searched").size() >= 3);
   CHECK(result.at("searched")[0].at("origin") == "LOCKROOM_KIT_PATH");
-  CHECK(result.at("searched")[1].at("dir") == (w.workspace.path / ".lockroom" / "kits").string());
+  CHECK(result.at("searched")[1].at("dir") == (w.workspace.path() / ".lockroom" / "kits").string());
 }
 
 TEST_CASE("kit/validate answers the merged plan sandbox/create would use", "[kits][api]") {
   KitWorld w;
-  json reply = w.ask("kit/validate", {{"kits", {"app"}}, {"workspace", w.workspace.path.string()}});
+  json reply = w.ask("kit/validate", {{"kits", {"app"}}, {"workspace", w.workspace.path().string()}});
   INFO(reply.dump());
   const json& plan = reply.at("result").at("plan");
   CHECK(plan.at("kits") == json::array({"base", "app"}));
@@ -100,7 +100,7 @@ TEST_CASE("kit/validate answers the merged plan sandbox/create would use", "[kit
 
 TEST_CASE("kit/validate refuses what sandbox/create would refuse, saying why", "[kits][api]") {
   KitWorld w;
-  std::string ws = w.workspace.path.string();
+  std::string ws = w.workspace.path().string();
   json missing = w.ask("kit/validate", {{"kits", {"nope"}}, {"workspace", ws}});
   INFO(missing.dump());
   CHECK(error_code(missing) == -32803);

@@ -6,26 +6,11 @@
 #include <fstream>
 
 #include "server/kits/kit_plan.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace lockroom::kits;
-
-namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "lockroom-kits-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  void write(const std::string& rel, const std::string& text) const {
-    fs::create_directories((path / rel).parent_path());
-    std::ofstream(path / rel) << text;
-  }
-};
-
-}  // namespace
+using lockroom::testing::TempDir;
 
 TEST_CASE("kits are found by name in the search path, first root wins, and by file path", "[kits][catalog]") {
   TempDir a, b;
@@ -33,7 +18,7 @@ TEST_CASE("kits are found by name in the search path, first root wins, and by fi
   b.write("node.yaml", "name: node\ndescription: from b\n");
   b.write("py.yaml", "name: py\n");
   b.write("misnamed/kit.yaml", "name: other\n");
-  KitCatalog catalog({{a.path, "first"}, {b.path, "second"}});
+  KitCatalog catalog({{a.path(), "first"}, {b.path(), "second"}});
 
   auto node = catalog.load("node");
   REQUIRE(node);
@@ -49,7 +34,7 @@ TEST_CASE("kits are found by name in the search path, first root wins, and by fi
   CHECK(listed[1].origin == "first");
   CHECK(listed[2].name == "py");
 
-  auto by_path = catalog.load((b.path / "node.yaml").string());
+  auto by_path = catalog.load((b.path() / "node.yaml").string());
   REQUIRE(by_path);
   CHECK(by_path->description == "from b");
 
@@ -60,7 +45,7 @@ TEST_CASE("kits are found by name in the search path, first root wins, and by fi
   auto missing = catalog.find("rust");
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == lockroom::ErrorCode::kNotFound);
-  CHECK(missing.error().message.find(a.path.string() + " (first)") != std::string::npos);
+  CHECK(missing.error().message.find(a.path().string() + " (first)") != std::string::npos);
   CHECK(missing.error().message.find("known kits: misnamed, node, py") != std::string::npos);
 }
 
@@ -90,7 +75,7 @@ TEST_CASE("a stack is ordered dependencies first, each kit once, and merged", "[
   d.write("right.yaml", "name: right\nextends: [base]\nsetup: [echo right]\npackages: [git, curl]\nfiles: [{path: /f, content: right}]\n"
                         "network: {rules: [{action: deny, host: b.example}], unmatched: ask, defaultAllow: false}\nresources: {memoryMiB: 1024}\n"
                         "secrets: [{name: tok, from: {env: TOK}, hosts: [a.example]}]\n");
-  KitCatalog catalog({{d.path, "test"}});
+  KitCatalog catalog({{d.path(), "test"}});
   auto plan = resolve_kits(catalog, {"left", "right"});
   INFO((plan ? "" : plan.error().message));
   REQUIRE(plan);
@@ -124,7 +109,7 @@ TEST_CASE("cycles, conflicting definitions and missing parents are errors that s
   d.write("s2.yaml", "name: s2\nservices: [{name: db, run: y}]\n");
   d.write("s3.yaml", "name: s3\nsecrets: [{name: t, from: {env: OTHER}, hosts: [x.example]}]\n");
   d.write("orphan.yaml", "name: orphan\nextends: nowhere\n");
-  KitCatalog catalog({{d.path, "test"}});
+  KitCatalog catalog({{d.path(), "test"}});
 
   auto cycle = resolve_kits(catalog, {"a"});
   REQUIRE_FALSE(cycle);
