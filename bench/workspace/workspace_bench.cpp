@@ -14,7 +14,7 @@
 //    runs around them) to see what dominates.
 // 2. incremental sync: 3 files changed on the host, SandboxWorkspace::sync, N runs.
 // 3. review: a guest process changes 100 files; refresh, then list() and diff_all(); N runs, with
-//    the manifest alone and the diff alone (Changes::compute again) timed for the split.
+//    the refresh's own steps (ChangeSet::steps) for the split and a whole manifest alone.
 // Prints Markdown tables (medians, min, max, ratios) for docs/benchmarks/workspace.md.
 #include <unistd.h>
 
@@ -97,7 +97,10 @@ struct Results {
   std::vector<double> sync_total, sync_pack, sync_guest, sync_snapshot, sync_scan, sync_store, sync_send, sync_checkout;
   std::uint64_t sync_objects = 0, sync_bytes = 0;
   std::vector<double> manifest, refresh, compute, list, diff_all, refresh_list, refresh_diff, validate, missing, tree, fetch_rest;
+  std::vector<double> first_refresh, step_manifest;
   std::uint64_t review_files = 0, review_blobs = 0;
+  bool review_partial = false;
+  std::int64_t review_records = 0;
 };
 
 // The last "workspace timings" line AgentClient logged (debug): the agent's send + store of the
@@ -233,18 +236,23 @@ void incremental_sync(Driver& b, const bench::SourceRepo& repo, const std::strin
   }
 }
 
-// 3. Review: a guest process changes 100 files; the manifest alone (after one round of edits),
-// then refresh + list() + diff_all() (after another), and the diff computed again on its own.
+// 3. Review: a guest process changes 100 files; refresh (after the first: a partial manifest,
+// the view patched, the changed folders of the result tree rewritten) + list() + diff_all(), with
+// the refresh's own step times. Per run also a whole manifest (no `since`: every record sent).
 void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int runs, Results& out) {
   std::cerr << "review of 100 changed files x" << runs << "...\n";
   auto [ws, agent] = b.workspace(sb);
   auto hundred = bench::spread(repo.files(), 100);
-  channel::wire::WorkspaceManifestParams params;  // as SandboxWorkspace::refresh asks
+  channel::wire::WorkspaceManifestParams params;  // as SandboxWorkspace::refresh asks, without `since`
   params.path = core::SandboxWorkspace::kGuestPath;
   snap::SnapshotLimits limits;
   params.bounds.max_entries = static_cast<std::int64_t>(limits.max_files);
   params.bounds.max_file_bytes = static_cast<std::int64_t>(limits.max_file_bytes);
   params.bounds.max_total_bytes = static_cast<std::int64_t>(limits.max_total_bytes) * 2;
+  // The first refresh of a sandbox lists everything and builds the whole result tree.
+  auto t_first = Clock::now();
+  b.await<core::ChangeSet>("refresh", [&](auto done) { ws->refresh(*agent, done); });
+  out.first_refresh.push_back(ms(t_first, Clock::now()));
   for (int i = 0; i < runs; ++i) {
     b.guest(sb, edit_script(hundred, "/* review edit a" + std::to_string(i) + " */"));
     auto t0 = Clock::now();
@@ -262,34 +270,13 @@ void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int
     auto diffs = set.changes->diff_all();
     double diff_all = ms(t3, Clock::now());
     if (!diffs.ok()) throw std::runtime_error("diff_all: " + diffs.error().message);
-    auto t4 = Clock::now();
-    const auto& c = *set.changes;
-    auto again = workspace::review::Changes::compute(c.store(), c.base_tree(), c.result_tree());
-    if (!again.ok()) throw std::runtime_error("Changes::compute: " + again.error().message);
-    out.compute.push_back(ms(t4, Clock::now()));
-    // The host's other steps of a refresh, on a manifest taken again now (the refresh's own is
-    // not kept; nothing changed since, so its blobs are all in the store): validation, which blobs
-    // the store lacks, the result tree.
-    listed = b.await<channel::WorkspaceManifest>("manifest", [&](auto done) { agent->manifest(params, done); });
-    std::vector<workspace::review::ManifestEntry> entries;
-    for (const auto& e : listed.entries) entries.push_back({e.path, e.mode, e.id, e.size});
-    workspace::review::ManifestLimits mlimits;
-    mlimits.max_entries = static_cast<std::size_t>(params.bounds.max_entries);
-    mlimits.max_blob_bytes = static_cast<std::uint64_t>(params.bounds.max_file_bytes);
-    mlimits.max_total_bytes = static_cast<std::uint64_t>(params.bounds.max_total_bytes);
-    auto t5 = Clock::now();
-    auto valid = workspace::review::validate_manifest(std::move(entries), mlimits);
-    if (!valid.ok()) throw std::runtime_error("validate_manifest: " + valid.error().message);
-    auto t6 = Clock::now();
-    auto lacking = workspace::review::missing_blobs(c.store(), *valid);
-    auto t7 = Clock::now();
-    auto tree = workspace::review::build_result_tree(c.store(), *valid);
-    auto t8 = Clock::now();
-    if (!lacking.ok() || !tree.ok()) throw std::runtime_error("missing_blobs / build_result_tree failed");
-    out.validate.push_back(ms(t5, t6));
-    out.missing.push_back(ms(t6, t7));
-    out.tree.push_back(ms(t7, t8));
-    out.fetch_rest.push_back(refresh - out.manifest.back() - ms(t5, t8) - out.compute.back());
+    out.step_manifest.push_back(set.steps.manifest_ms);
+    out.validate.push_back(set.steps.check_ms);
+    out.fetch_rest.push_back(set.steps.fetch_ms);
+    out.tree.push_back(set.steps.tree_ms);
+    out.compute.push_back(set.steps.compute_ms);
+    out.review_partial = set.steps.partial;
+    out.review_records = set.steps.records;
     out.refresh.push_back(refresh);
     out.list.push_back(list);
     out.diff_all.push_back(diff_all);
@@ -352,19 +339,20 @@ void print(const Results& r, const bench::SourceRepo& repo, const std::string& s
   std::printf("\nsync pack: %llu objects, %llu bytes\n", (unsigned long long)r.sync_objects, (unsigned long long)r.sync_bytes);
 
   std::printf("\n| review, 100 files changed in the guest | median | min | max |\n|---|---:|---:|---:|\n");
-  row("guest manifest alone (100 files re-hashed)", r.manifest);
+  row("first refresh of the sandbox (whole manifest, whole result tree)", r.first_refresh);
   row("refresh (manifest, fetch, result tree, diff)", r.refresh);
-  row("&nbsp;&nbsp;host: validate_manifest", r.validate);
-  row("&nbsp;&nbsp;host: missing_blobs", r.missing);
-  row("&nbsp;&nbsp;host: build_result_tree", r.tree);
-  row("&nbsp;&nbsp;Changes::compute alone (tree diff + renames)", r.compute);
-  row("&nbsp;&nbsp;the rest: export of the changed files + storing them", r.fetch_rest);
+  row("&nbsp;&nbsp;the agent's manifest, received", r.step_manifest);
+  row("&nbsp;&nbsp;host: patch the view / validate, missing blobs", r.validate);
+  row("&nbsp;&nbsp;export of the changed files + storing them", r.fetch_rest);
+  row("&nbsp;&nbsp;host: result tree", r.tree);
+  row("&nbsp;&nbsp;host: Changes::compute", r.compute);
+  row("the agent's manifest with every record (no since)", r.manifest);
   row("list()", r.list);
   row("diff_all()", r.diff_all);
   row("refresh + list()", r.refresh_list);
   row("refresh + diff_all()", r.refresh_diff);
-  std::printf("\nreview: %llu changed files listed, %llu blobs fetched per refresh\n", (unsigned long long)r.review_files,
-              (unsigned long long)r.review_blobs);
+  std::printf("\nreview: %llu changed files listed, %llu blobs fetched per refresh; manifest %s, %lld records\n", (unsigned long long)r.review_files,
+              (unsigned long long)r.review_blobs, r.review_partial ? "partial" : "whole", (long long)r.review_records);
 
   if (first_runs > 0) {
     double tar = median(r.tar);

@@ -4,7 +4,10 @@
 //   byte 0      mode: 0 the JSON form (review::parse_manifest_json); 1 binary records through
 //               the channel's ManifestDecoder (as AgentClient::manifest receives them), then
 //               review::validate_manifest, as the refresh does; 2 entries built from the bytes
-//               directly (validate_manifest alone, paths reaching it unfiltered)
+//               directly (validate_manifest alone, paths reaching it unfiltered); 3 binary
+//               records of a partial manifest (removal records allowed) through ManifestDecoder,
+//               then review::apply_partial_manifest onto a small accepted view, as a later
+//               refresh does
 //   byte 1      limits: bit 0 small (8 entries, 64-byte files, 256 bytes in all), else defaults;
 //               for mode 1, bits 1-7 split the record bytes into chunks of (value + 1) bytes
 //   the rest    the manifest: JSON text (mode 0), records (mode 1), or for mode 2 entries of
@@ -26,6 +29,7 @@
 
 #include "protocol/channel/messages.h"
 #include "server/workspace/review/manifest.h"
+#include "server/workspace/review/manifest_patch.h"
 #include "server/workspace/review/path_rules.h"
 
 namespace {
@@ -92,8 +96,21 @@ void check(const Result<review::Manifest>& result, const review::ManifestLimits&
   if (given != SIZE_MAX && m.files.size() + m.refused.size() != given) fail("accepted + refused differs from the entries given");
 }
 
-// Mode 1: the channel's decoder, then the review side's validation, as a refresh does.
-void from_records(std::string_view body, unsigned chunk, const review::ManifestLimits& limits) {
+// The view a partial manifest (mode 3) is patched onto: what an earlier refresh accepted.
+const review::Manifest& previous_view() {
+  static const review::Manifest view = [] {
+    std::vector<review::ManifestEntry> entries;
+    for (const char* path : {"a", "d/x", "d/y", "e/f/g", "z"}) entries.push_back({path, review::kModeFile, std::string(40, 'b'), 3});
+    auto m = review::validate_manifest(std::move(entries));
+    if (!m || !m->refused.empty()) fail("the fixed view is not accepted");
+    return *m;
+  }();
+  return view;
+}
+
+// Modes 1 and 3: the channel's decoder, then the review side's validation (or the patch of the
+// last view with a partial manifest), as a refresh does.
+void from_records(std::string_view body, unsigned chunk, const review::ManifestLimits& limits, bool partial) {
   wire::WorkspaceBounds bounds;
   bounds.max_entries = static_cast<std::int64_t>(limits.max_entries);
   bounds.max_file_bytes = static_cast<std::int64_t>(limits.max_blob_bytes);
@@ -101,6 +118,7 @@ void from_records(std::string_view body, unsigned chunk, const review::ManifestL
   // Announce what a record-by-record count finds, so the decoder gets past its totals checks.
   wire::WorkspaceManifestResult announced;
   announced.body = static_cast<std::int64_t>(body.size());
+  if (partial) announced.since = 1;
   for (std::size_t at = 0; at + 34 <= body.size();) {
     std::size_t len = (static_cast<unsigned char>(body[at + 32]) << 8) | static_cast<unsigned char>(body[at + 33]);
     std::uint64_t size = 0;
@@ -117,7 +135,17 @@ void from_records(std::string_view body, unsigned chunk, const review::ManifestL
   std::vector<review::ManifestEntry> raw;
   for (auto& e : *entries) raw.push_back({std::move(e.path), e.mode, std::move(e.id), e.size});
   std::size_t given = raw.size();
-  check(review::validate_manifest(std::move(raw), limits), limits, given);
+  if (!partial) return check(review::validate_manifest(std::move(raw), limits), limits, given);
+  // Every record either lands in the view (an upsert), leaves it (a removal), or is refused.
+  std::vector<std::string> removed;
+  for (const auto& e : raw)
+    if (e.mode == review::kModeRemoved) removed.push_back(e.path);
+  auto patched = review::apply_partial_manifest(previous_view(), std::move(raw), limits);
+  check(patched, limits, SIZE_MAX);
+  if (patched)
+    for (const auto& path : removed)
+      if (std::any_of(patched->files.begin(), patched->files.end(), [&](const review::ManifestFile& f) { return f.path == path; }))
+        fail("a removed path is still in the patched view:", path);
 }
 
 // Mode 2: entries straight from the bytes, so validate_manifest sees any path at all.
@@ -148,7 +176,7 @@ void from_lines(std::string_view rest, const review::ManifestLimits& limits) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
   std::string_view input(reinterpret_cast<const char*>(data), size);
-  unsigned mode = static_cast<unsigned char>(input[0]) % 3;
+  unsigned mode = static_cast<unsigned char>(input[0]) % 4;
   unsigned flags = static_cast<unsigned char>(input[1]);
   std::string_view rest = input.substr(2);
   review::ManifestLimits limits;
@@ -160,8 +188,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     switch (mode) {
       case 0: check(review::parse_manifest_json(rest, limits), limits, SIZE_MAX); break;
-      case 1: from_records(rest, (flags >> 1) + 1, limits); break;
-      default: from_lines(rest, limits); break;
+      case 1: from_records(rest, (flags >> 1) + 1, limits, false); break;
+      case 2: from_lines(rest, limits); break;
+      default: from_records(rest, (flags >> 1) + 1, limits, true); break;
     }
   } catch (...) {
     fail("an exception escaped");
