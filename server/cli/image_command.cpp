@@ -1,6 +1,7 @@
-// `lockroom image build [--force] [--agent PATH]`, `lockroom image ls [--json]` and
+// `lockroom image build [--force] [--agent PATH] [--package P…]`, `lockroom image ls [--json]` and
 // `lockroom image prune`: the default guest image, built on first use and cached by content hash
-// (server/vm/image/), and the templates restored instead of booting (server/vm/template_store.h).
+// (server/vm/image/), the package images kits with Debian packages boot (vm/image/package_image.h),
+// and the templates restored instead of booting (server/vm/template_store.h).
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -12,6 +13,7 @@
 #include "server/common/paths.h"
 #include "server/vm/image/image_builder.h"
 #include "server/vm/image/image_store.h"
+#include "server/vm/image/package_image.h"
 #include "server/vm/template_store.h"
 
 namespace lockroom::cli {
@@ -26,13 +28,22 @@ std::string mib(std::uint64_t bytes) {
   return buf;
 }
 
-int run_build(bool force, const std::string& agent) {
+int run_build(bool force, const std::string& agent, const std::vector<std::string>& packages) {
   img::ImageBuildOptions options;
   options.cache = default_paths().cache;
   options.agent = agent.empty() ? img::default_agent_path() : std::filesystem::path(agent);
   options.force = force;
   auto started = std::chrono::steady_clock::now();
-  auto image = img::ensure_image(options, [](const std::string& line) { std::cerr << "lockroom: " << line << std::endl; });
+  auto progress = [](const std::string& line) { std::cerr << "lockroom: " << line << std::endl; };
+  auto image = img::ensure_image(options, progress);
+  if (image && !packages.empty()) {
+    img::PackageImageOptions package_options;
+    package_options.cache = options.cache;
+    package_options.packages = packages;
+    package_options.max_bytes = img::max_package_bytes_from_env();
+    package_options.refresh = force;
+    image = img::ensure_package_image(*image, package_options, progress);
+  }
   if (!image) {
     std::cerr << "lockroom: cannot build the guest image: " << image.error().message << "\n";
     return 1;
@@ -41,6 +52,9 @@ int run_build(bool force, const std::string& agent) {
   const auto& m = image->manifest;
   std::cout << "image " << m.hash << " (kernel " << m.kernel_release << ", " << m.kernel_format << " " << mib(m.kernel_bytes)
             << ", initrd " << mib(m.initrd_bytes) << ") at " << image->dir.string() << "\n";
+  if (m.packages)
+    std::cout << "  packages on image " << m.packages->base_hash << ": " << m.packages->resolved.size() << " resolved, "
+              << m.packages->files << " files, layer " << mib(m.packages->layer_bytes) << "\n";
   std::cerr << "lockroom: done in " << static_cast<int>(seconds * 10) / 10.0 << " s\n";
   return 0;
 }
@@ -62,8 +76,24 @@ void print_templates(const std::filesystem::path& cache) {
   std::printf("(`lockroom image prune` removes them; they are made again when needed)\n");
 }
 
+// The package images (base image + a layer of Debian packages), after the images.
+void print_package_images(const std::filesystem::path& cache) {
+  auto images = img::list_package_images(cache);
+  if (images.empty()) return;
+  std::printf("\n  %-16s  %-16s  %-10s  %-10s  %-20s  %s\n", "PACKAGE IMAGE", "ON IMAGE", "LAYER", "INITRD", "CREATED", "PACKAGES");
+  for (const auto& image : images) {
+    const auto& m = image.manifest;
+    std::string asked;
+    for (const auto& p : m.packages->requested) asked += (asked.empty() ? "" : " ") + p;
+    std::printf("  %-16s  %-16s  %-10s  %-10s  %-20s  %s (%zu resolved)\n", m.hash.c_str(), m.packages->base_hash.c_str(),
+                mib(m.packages->layer_bytes).c_str(), mib(m.initrd_bytes).c_str(), m.created.c_str(), asked.c_str(),
+                m.packages->resolved.size());
+  }
+}
+
 int run_prune() {
-  auto dirs = vm::default_template_dirs(default_paths().cache);
+  auto cache = default_paths().cache;
+  auto dirs = vm::default_template_dirs(cache);
   std::size_t count = 0;
   std::uint64_t bytes = 0;
   for (const auto& t : vm::list_stored(dirs)) {
@@ -75,6 +105,10 @@ int run_prune() {
   std::cout << "removed " << count << " template" << (count == 1 ? "" : "s") << " (" << mib(bytes) << ")";
   if (stale) std::cout << " and " << stale << " leftover file" << (stale == 1 ? "" : "s") << " of ended runs";
   std::cout << "\n";
+  auto packages = img::prune_package_images(cache);
+  if (packages.images || packages.debs)
+    std::cout << "removed " << packages.images << " package image" << (packages.images == 1 ? "" : "s") << " and " << packages.debs
+              << " downloaded package" << (packages.debs == 1 ? "" : "s") << " (" << mib(packages.bytes) << ")\n";
   return 0;
 }
 
@@ -88,6 +122,12 @@ int run_ls(bool json) {
       auto j = img::manifest_to_json(image.manifest);
       j["path"] = image.dir.string();
       j["current"] = current && *current == image.manifest.hash;
+      list.push_back(std::move(j));
+    }
+    for (const auto& image : img::list_package_images(cache)) {
+      auto j = img::manifest_to_json(image.manifest);  // with its "packages" part
+      j["path"] = image.dir.string();
+      j["current"] = false;
       list.push_back(std::move(j));
     }
     std::cout << list.dump(2) << "\n";
@@ -105,6 +145,7 @@ int run_ls(bool json) {
                 m.kernel_release.c_str(), m.kernel_format.c_str(), mib(m.kernel_bytes).c_str(), mib(m.initrd_bytes).c_str(),
                 m.created.c_str());
   }
+  print_package_images(cache);
   print_templates(cache);
   return 0;
 }
@@ -119,15 +160,17 @@ void add_image_command(CLI::App& app, CommandContext& ctx) {
   auto force = std::make_shared<bool>(false);
   auto agent = std::make_shared<std::string>();
   build->add_flag("--force", *force, "rebuild even if an image with the same inputs is cached");
+  auto packages = std::make_shared<std::vector<std::string>>();
   build->add_option("--agent", *agent, "the lockroom-agent to put in the guest (default: next to this program)");
-  build->callback([&ctx, force, agent] { ctx.exit_code = run_build(*force, *agent); });
+  build->add_option("--package", *packages, "also build the package image with these Debian packages (repeatable), as a kit's `packages` would");
+  build->callback([&ctx, force, agent, packages] { ctx.exit_code = run_build(*force, *agent, *packages); });
 
   auto* ls = cmd->add_subcommand("ls", "list cached guest images (* marks the current one)");
   auto json = std::make_shared<bool>(false);
   ls->add_flag("--json", *json, "machine-readable output");
   ls->callback([&ctx, json] { ctx.exit_code = run_ls(*json); });
 
-  auto* prune = cmd->add_subcommand("prune", "remove the templates kept in the cache (workspace templates hold copies of your code)");
+  auto* prune = cmd->add_subcommand("prune", "remove the templates kept in the cache (workspace templates hold copies of your code), the package images and downloaded packages");
   prune->callback([&ctx] { ctx.exit_code = run_prune(); });
 }
 

@@ -17,7 +17,7 @@ nlohmann::json manifest_to_json(const ImageManifest& m) {
   for (const auto& t : m.tools) tools[t.name] = {{"path", t.path}, {"sha256", t.sha256}};
   nlohmann::json missing = nlohmann::json::object();
   for (const auto& t : m.missing_tools) missing[t.name] = t.reason;
-  return nlohmann::json{
+  nlohmann::json j{
       {"hash", m.hash},
       {"formatVersion", m.format_version},
       {"kernel", {{"package", m.kernel_package}, {"version", m.kernel_version}, {"release", m.kernel_release},
@@ -30,6 +30,10 @@ nlohmann::json manifest_to_json(const ImageManifest& m) {
       {"missingTools", missing},
       {"created", m.created},
   };
+  if (m.packages)
+    j["packages"] = {{"base", m.packages->base_hash}, {"requested", m.packages->requested}, {"resolved", m.packages->resolved},
+                     {"layerBytes", m.packages->layer_bytes}, {"files", m.packages->files}};
+  return j;
 }
 
 Result<ImageManifest> manifest_from_json(const nlohmann::json& j) {
@@ -59,6 +63,12 @@ Result<ImageManifest> manifest_from_json(const nlohmann::json& j) {
     if (j.contains("missingTools"))
       for (const auto& [name, reason] : j.at("missingTools").items()) m.missing_tools.push_back({name, reason.get<std::string>()});
     m.created = j.at("created").get<std::string>();
+    if (j.contains("packages")) {
+      const auto& p = j.at("packages");
+      m.packages = ManifestPackages{p.at("base").get<std::string>(), p.at("requested").get<std::vector<std::string>>(),
+                                    p.at("resolved").get<std::vector<std::string>>(), p.at("layerBytes").get<std::uint64_t>(),
+                                    p.at("files").get<std::size_t>()};
+    }
     return m;
   } catch (const nlohmann::json::exception& e) {
     return make_error(ErrorCode::kInvalidInput, std::string("the image manifest is not what lockroom writes: ") + e.what());

@@ -1,4 +1,5 @@
-// Guest images in lockroom's cache: `<cache>/images/<hash>/` holding `kernel` (an ELF vmlinux,
+// Guest images in lockroom's cache: `<cache>/images/<hash>/` (and package images, the same
+// layout, in `<cache>/images/packages/<hash>/`: package_image.h) holding `kernel` (an ELF vmlinux,
 // or the bzImage when it could not be unpacked), `initrd` (an uncompressed newc cpio) and
 // `manifest.json` (what went in, sizes, when it was made). `<cache>/images/current` names the
 // image the last build or first use chose. Folders appear only complete (built aside, then
@@ -32,6 +33,16 @@ struct ManifestMissingTool {
   friend bool operator==(const ManifestMissingTool&, const ManifestMissingTool&) = default;
 };
 
+// A package image's layer (package_image.h): what it was built from.
+struct ManifestPackages {
+  std::string base_hash;                // the image the layer goes on
+  std::vector<std::string> requested;   // the set asked for, sorted
+  std::vector<std::string> resolved;    // the closure, "name=version", in apt's order
+  std::uint64_t layer_bytes = 0;        // the layer's cpio
+  std::size_t files = 0;
+  friend bool operator==(const ManifestPackages&, const ManifestPackages&) = default;
+};
+
 struct ImageManifest {
   std::string hash;
   int format_version = kImageFormatVersion;
@@ -51,6 +62,7 @@ struct ImageManifest {
   std::vector<ManifestMissingTool> missing_tools;   // optional programs left out, and why
   std::string busybox_sha256;
   std::string created;          // UTC, ISO 8601
+  std::optional<ManifestPackages> packages;  // only in package images
 };
 
 nlohmann::json manifest_to_json(const ImageManifest& m);
