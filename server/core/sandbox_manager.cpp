@@ -16,6 +16,7 @@
 #include "server/common/uv_handle.h"
 #include "server/vm/host_tsc.h"
 #include "server/vm/image/image_builder.h"
+#include "server/vm/image/package_image.h"
 
 namespace lockroom::core {
 
@@ -36,7 +37,7 @@ std::int64_t ms_since(Clock::time_point t) {
 struct ImageJob {
   uv_work_t work{};
   uv_async_t* async = nullptr;
-  vm::image::ImageBuildOptions options;
+  std::function<Result<vm::image::GuestImage>(const vm::image::Progress&)> build;  // runs on the worker
   std::optional<Result<vm::image::GuestImage>> result;
   std::mutex mutex;
   std::vector<std::string> lines;
@@ -66,7 +67,7 @@ void run_image_job(uv_loop_t* loop, ImageJob* job) {
       loop, &job->work,
       [](uv_work_t* w) {
         auto* job = static_cast<ImageJob*>(w->data);
-        job->result = vm::image::ensure_image(job->options, [job](const std::string& line) {
+        job->result = job->build([job](const std::string& line) {
           {
             std::lock_guard lock(job->mutex);
             job->lines.push_back(line);
@@ -103,6 +104,7 @@ struct SandboxManager::Restoring {
   Resources limits;
   std::map<std::string, std::string> env;
   std::optional<WorkspaceRequest> workspace;
+  std::vector<std::string> packages;
   CreateProgress progress;
   std::shared_ptr<CreateTimings> timings;
   Clock::time_point started;
@@ -140,8 +142,10 @@ void SandboxManager::ensure_image(CreateProgress progress, std::function<void(Re
   if (image_) return done(*image_);
   if (!image_waiters_.join(std::move(done))) return;
   auto* job = new ImageJob();
-  job->options.cache = config_.paths.cache;
-  job->options.agent = config_.agent;
+  vm::image::ImageBuildOptions options;
+  options.cache = config_.paths.cache;
+  options.agent = config_.agent;
+  job->build = [options](const vm::image::Progress& p) { return vm::image::ensure_image(options, p); };
   job->progress = std::move(progress);
   auto alive = alive_;
   job->done = [this, alive](Result<vm::image::GuestImage> r) {
@@ -167,9 +171,39 @@ vm::VmSpec SandboxManager::base_spec(const vm::image::GuestImage& image, const R
   return spec;
 }
 
-void SandboxManager::ensure_template(const Resources& limits, CreateProgress progress, std::function<void(Result<BaseTemplate>)> done) {
+// The default image, or the package image on top of it for the kits' Debian packages
+// (vm/image/package_image.h), built once per package set and process.
+void SandboxManager::ensure_image(const std::vector<std::string>& packages, CreateProgress progress,
+                                  std::function<void(Result<vm::image::GuestImage>)> done) {
+  if (packages.empty()) return ensure_image(std::move(progress), std::move(done));
+  std::string key;
+  for (const auto& p : packages) key += p + " ";
+  if (auto it = package_images_.find(key); it != package_images_.end()) return done(it->second);
+  if (!package_image_waiters_[key].join(std::move(done))) return;
   auto alive = alive_;
-  ensure_image(progress, [this, alive, limits, progress, done](Result<vm::image::GuestImage> image) {
+  ensure_image(progress, [this, alive, key, packages, progress](Result<vm::image::GuestImage> base) {
+    if (!*alive) return;
+    if (!base) return package_image_waiters_[key].finish(base);
+    auto* job = new ImageJob();
+    vm::image::PackageImageOptions options;
+    options.cache = config_.paths.cache;
+    options.packages = packages;
+    options.max_bytes = vm::image::max_package_bytes_from_env();
+    job->build = [base = *base, options](const vm::image::Progress& p) { return vm::image::ensure_package_image(base, options, p); };
+    job->progress = progress;
+    job->done = [this, alive, key](Result<vm::image::GuestImage> r) {
+      if (!*alive) return;
+      if (r) package_images_[key] = *r;
+      package_image_waiters_[key].finish(r);
+    };
+    run_image_job(loop_, job);
+  });
+}
+
+void SandboxManager::ensure_template(const Resources& limits, const std::vector<std::string>& packages, CreateProgress progress,
+                                     std::function<void(Result<BaseTemplate>)> done) {
+  auto alive = alive_;
+  ensure_image(packages, progress, [this, alive, limits, progress, done](Result<vm::image::GuestImage> image) {
     if (!*alive) return;
     if (!image) return done(image.error());
     vm::VmSpec spec = base_spec(*image, limits);
@@ -248,6 +282,7 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
   restoring->limits = *limits;
   restoring->env = std::move(request.env);
   restoring->workspace = request.workspace;
+  restoring->packages = request.packages;
   restoring->progress = progress;
   restoring->timings = timings;
   restoring->started = started;
@@ -256,7 +291,7 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
     join_state->sandbox = std::move(id);
     join();
   };
-  ensure_template(*limits, progress, [this, alive, restoring](Result<BaseTemplate> base) {
+  ensure_template(*limits, restoring->packages, progress, [this, alive, restoring](Result<BaseTemplate> base) {
     if (!*alive) return;
     if (!base) return restoring->done(make_error(ErrorCode::kUnavailable, "cannot start a guest: " + base.error().message));
     restoring->base = *base;
@@ -293,7 +328,7 @@ void SandboxManager::restore_guest(std::shared_ptr<Restoring> r, bool retried) {
           r->source = TemplateSource::kMemory;
           return restore_guest(r, true);
         }
-        ensure_template(r->limits, r->progress, [this, alive, r](Result<BaseTemplate> base) {
+        ensure_template(r->limits, r->packages, r->progress, [this, alive, r](Result<BaseTemplate> base) {
           if (!*alive) return;
           if (!base) return r->done(make_error(ErrorCode::kUnavailable, "cannot start a guest: " + base.error().message));
           r->base = *base;

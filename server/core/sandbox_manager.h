@@ -56,6 +56,7 @@ struct CreateRequest {
   std::map<std::string, std::string> env;
   std::optional<WorkspaceRequest> workspace;  // a host folder to copy in at /workspace
   std::optional<NetworkRequest> network;      // egress through the policy proxy; none: no way out at all
+  std::vector<std::string> packages{};        // Debian packages (from kits): the guest boots a package image
 };
 
 struct CreateTimings {
@@ -139,7 +140,10 @@ class SandboxManager : private SandboxEvents {
   void limit_reached(const std::string& sandbox_id, const LimitEvent& event) override { events_.limit_reached(sandbox_id, event); }
 
   void ensure_image(CreateProgress progress, std::function<void(Result<vm::image::GuestImage>)> done);
-  void ensure_template(const Resources& limits, CreateProgress progress, std::function<void(Result<BaseTemplate>)> done);
+  void ensure_image(const std::vector<std::string>& packages, CreateProgress progress,
+                    std::function<void(Result<vm::image::GuestImage>)> done);
+  void ensure_template(const Resources& limits, const std::vector<std::string>& packages, CreateProgress progress,
+                       std::function<void(Result<BaseTemplate>)> done);
   struct Restoring;
   void restore_guest(std::shared_ptr<Restoring> r, bool retried);
   void build_workspace_template(const BaseTemplate& base, const WorkspaceRequest& request, const WorkspaceTransfer& transfer,
@@ -170,6 +174,8 @@ class SandboxManager : private SandboxEvents {
   SandboxEvents& events_;
   std::optional<vm::image::GuestImage> image_;
   WaitList<vm::image::GuestImage> image_waiters_;
+  std::map<std::string, vm::image::GuestImage> package_images_;  // by package set
+  std::map<std::string, WaitList<vm::image::GuestImage>> package_image_waiters_;
   std::unique_ptr<TemplatePool> templates_;
   std::map<std::string, std::unique_ptr<Sandbox>> sandboxes_;
   std::map<std::string, std::pair<SandboxState, StopReason>> tombstones_;
