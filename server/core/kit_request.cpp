@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "server/egress/policy/policy_json.h"
+#include "server/vm/image/package_closure.h"
 
 namespace lockroom::core {
 
@@ -43,6 +44,13 @@ Result<void> apply_kit_plan(const kits::KitPlan& plan, CreateRequest& request) {
       return make_error(ErrorCode::kInvalidInput, "the kits and the request together have more than " + std::to_string(egress::kMaxSecrets) + " secrets");
   }
 
+  auto packages = vm::image::normalize_package_set(plan.packages);
+  if (!packages) return packages.error();
+  request.packages.insert(request.packages.end(), packages->begin(), packages->end());
+  auto all = vm::image::normalize_package_set(std::move(request.packages));
+  if (!all) return all.error();
+  request.packages = std::move(*all);
+
   if (request.workspace) {
     auto add = [](std::vector<std::string>& to, const std::vector<std::string>& from) {
       for (const auto& p : from)
@@ -55,12 +63,9 @@ Result<void> apply_kit_plan(const kits::KitPlan& plan, CreateRequest& request) {
 }
 
 Result<void> check_kit_plan_supported(const kits::KitPlan& plan) {
-  if (plan.packages.empty()) return {};
-  std::string list;
-  for (std::size_t i = 0; i < plan.packages.size() && i < 4; ++i) list += (i ? ", " : "") + plan.packages[i];
-  if (plan.packages.size() > 4) list += ", …";
-  return make_error(ErrorCode::kUnavailable, "the kits ask for Debian packages (" + list +
-                                                 ") and this lockroom cannot add packages to the guest image yet; see kits/README.md");
+  // Packages become a package image (vm/image/package_image.h); the set must be one it can take.
+  if (auto packages = vm::image::normalize_package_set(plan.packages); !packages) return packages.error();
+  return {};
 }
 
 void finish_network(CreateRequest& request) {

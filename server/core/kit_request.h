@@ -8,6 +8,7 @@
 //                with no network at all stays without network.
 //   secrets      union; one name defined differently by a kit and the request is an error
 //   workspace    the kits' withhold/allow patterns are added to the request's
+//   packages     the kits' Debian packages are added to the request's, sorted, without duplicates
 // The network policy here is the one *before* the default allow list is added; call
 // finish_network() after. Pure; no I/O.
 #pragma once
@@ -22,7 +23,8 @@ egress::Policy merge_policies(egress::Policy first, const egress::Policy& then);
 
 Result<void> apply_kit_plan(const kits::KitPlan& plan, CreateRequest& request);
 
-// Whether this lockroom can give a sandbox everything the plan asks for (not yet: packages).
+// Whether this lockroom can give a sandbox everything the plan asks for (today: everything a
+// valid plan says; packages must form a set a package image can take).
 Result<void> check_kit_plan_supported(const kits::KitPlan& plan);
 
 // Adds the default allow list to a request's policy when it uses it.

@@ -1,0 +1,48 @@
+// Kits' Debian packages on their way to a sandbox (core/kit_request.h): a plan with packages is
+// supported now, and its packages join the request's as one sorted set the manager builds a
+// package image for.
+#include <catch2/catch.hpp>
+
+#include "server/core/kit_request.h"
+
+using namespace lockroom;
+
+namespace {
+
+kits::KitPlan plan_of(const std::vector<std::string>& yamls) {
+  std::vector<kits::KitSpec> specs;
+  for (const auto& y : yamls) {
+    auto k = kits::parse_kit(y, "kit.yaml");
+    INFO((k ? "" : k.error().message));
+    REQUIRE(k);
+    specs.push_back(*k);
+  }
+  auto plan = kits::merge_kits(specs);
+  REQUIRE(plan);
+  return *plan;
+}
+
+}  // namespace
+
+TEST_CASE("kit packages: accepted, merged with the request's into one sorted set", "[kits][packages]") {
+  auto plan = plan_of({"name: py\npackages: [python3, jq]\n", "name: tools\nextends: py\npackages: [jq, curl]\n"});
+  CHECK(core::check_kit_plan_supported(plan).ok());
+  core::CreateRequest request;
+  request.packages = {"zstd", "curl"};
+  REQUIRE(core::apply_kit_plan(plan, request).ok());
+  CHECK(request.packages == std::vector<std::string>{"curl", "jq", "python3", "zstd"});
+
+  core::CreateRequest none;
+  REQUIRE(core::apply_kit_plan(plan_of({"name: plain\nenv: {A: b}\n"}), none).ok());
+  CHECK(none.packages.empty());
+}
+
+TEST_CASE("kit packages: a set the package image cannot take is refused before anything starts", "[kits][packages]") {
+  kits::KitPlan plan;
+  plan.packages = {"jq", "Not_A_Package"};  // kit files cannot say this; a plan made in code can
+  auto supported = core::check_kit_plan_supported(plan);
+  REQUIRE_FALSE(supported.ok());
+  CHECK_THAT(supported.error().message, Catch::Contains("\"Not_A_Package\""));
+  core::CreateRequest request;
+  CHECK_FALSE(core::apply_kit_plan(plan, request).ok());
+}
