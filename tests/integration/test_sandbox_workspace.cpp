@@ -177,6 +177,11 @@ TEST_CASE("the guest's edits come back as changes, the host is untouched until a
   s.guest("echo more >> notes.txt");
   auto again = s.refresh();
   CHECK(again.blobs_fetched == 1);
+  // ... from a partial manifest patched onto the first view: every earlier change is still there.
+  CHECK(again.steps.partial);
+  CHECK(again.steps.records == 1);
+  CHECK(again.changes->list().size() == set.changes->list().size() + (find_change(set, "notes.txt") ? 0 : 1));
+  for (const char* path : {"src/app.c", "untracked.txt", "README.txt", "tool.sh", "blob.bin"}) CHECK(find_change(again, path));
 
   // Apply only src/app.c and the new file: exactly those change on the host.
   auto results = s.apply(review::Selection::only({{"src/app.c", std::nullopt}, {"new dir/caf\xc3\xa9 file.txt", std::nullopt}}));
