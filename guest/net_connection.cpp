@@ -57,7 +57,7 @@ void NetConnection::add_polls(PollSet& set) {
   if (state_ == State::kHandshake) events = POLLIN;
   if (state_ == State::kRelay) {
     if (!client_ended_ && !channel_.backlogged() && channel_.credit(stream_) > 0) events |= POLLIN;
-    if (!out_.empty()) events |= POLLOUT;
+    if (pending_out()) events |= POLLOUT;
   }
   if (!events) return;
   set.add(fd_, events, [this](short revents) {
@@ -135,16 +135,36 @@ void NetConnection::read_client() {
   channel_.send(stream_, std::string_view(buf, static_cast<std::size_t>(n)));
 }
 
-void NetConnection::write_client() {
-  while (!out_.empty() && fd_ >= 0) {
-    ssize_t n = ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
+std::optional<std::size_t> NetConnection::send_some(std::string_view bytes) {
+  std::size_t taken = 0;
+  while (taken < bytes.size() && fd_ >= 0) {
+    ssize_t n = ::send(fd_, bytes.data() + taken, bytes.size() - taken, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    if (n < 0) return fail(channel::reset_code::kIoError, std::string("the guest program's connection failed: ") + std::strerror(errno));
-    out_.erase(0, static_cast<std::size_t>(n));
-    channel_.consumed(stream_, static_cast<std::size_t>(n));
+    if (n < 0) {
+      fail(channel::reset_code::kIoError, std::string("the guest program's connection failed: ") + std::strerror(errno));
+      return std::nullopt;
+    }
+    taken += static_cast<std::size_t>(n);
   }
-  if (out_.empty() && host_ended_ && !shut_write_ && fd_ >= 0) {
+  return taken;
+}
+
+void NetConnection::write_client() {
+  if (pending_out()) {
+    auto taken = send_some(std::string_view(out_).substr(out_at_));
+    if (!taken) return;
+    out_at_ += *taken;
+    if (out_at_ == out_.size()) {
+      out_.clear();
+      out_at_ = 0;
+    } else if (out_at_ >= out_.size() / 2) {
+      out_.erase(0, out_at_);  // amortized: a byte moves at most once per halving
+      out_at_ = 0;
+    }
+    if (*taken) channel_.consumed(stream_, *taken);
+  }
+  if (!pending_out() && host_ended_ && !shut_write_ && fd_ >= 0) {
     ::shutdown(fd_, SHUT_WR);
     shut_write_ = true;
   }
@@ -155,8 +175,15 @@ void NetConnection::on_stream_data(std::uint32_t stream, std::string_view bytes)
   if (state_ == State::kVerdict)
     return fail(channel::reset_code::kRefused, "data before net.accept on a SOCKS connection");
   if (state_ != State::kRelay || shut_write_) return channel_.consumed(stream, bytes.size());
+  if (!pending_out()) {
+    // Nothing waits: straight from the frame to the socket; only what it does not take is kept.
+    auto taken = send_some(bytes);
+    if (!taken) return;
+    if (*taken) channel_.consumed(stream, *taken);
+    bytes.remove_prefix(*taken);
+    if (bytes.empty()) return maybe_finish();
+  }
   out_.append(bytes);  // at most one window: the session enforces the credit
-  write_client();
 }
 
 void NetConnection::on_stream_closed(std::uint32_t) {
@@ -179,7 +206,7 @@ void NetConnection::fail(std::uint32_t code, const std::string& why) {
 }
 
 void NetConnection::maybe_finish() {
-  if (state_ != State::kRelay || !client_ended_ || !host_ended_ || !out_.empty()) return;
+  if (state_ != State::kRelay || !client_ended_ || !host_ended_ || pending_out()) return;
   stream_ = 0;  // both directions closed: the connection has forgotten the stream
   close_socket(false);
   state_ = State::kDone;

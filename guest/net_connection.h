@@ -6,13 +6,15 @@
 // and announces the stream with the target and reads nothing more from the client until the host
 // answers net.accept (reply 0x00, then relay) or net.refuse (the host's reply code, then close).
 // Relaying: client bytes are read only within the host's credit (a slow host stalls the client's
-// TCP window, never the agent's memory); host bytes are held (at most one window) until the socket
-// takes them, and credit goes back as they are written. Client EOF → CLOSE; host CLOSE →
+// TCP window, never the agent's memory); host bytes go to the socket straight from the frame
+// when nothing waits before them, the rest is held (at most one window) until the socket takes
+// it, and credit goes back as they are written. Client EOF → CLOSE; host CLOSE →
 // shutdown(SHUT_WR) once everything is written; RESET either way → the socket is closed with RST.
 // Loop thread only.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "guest/connection.h"
@@ -54,6 +56,10 @@ class NetConnection final : public StreamOwner {
   void read_handshake();
   void read_client();
   void write_client();
+  // Sends what it can of `bytes` to the program's socket now; returns how many it took, or
+  // nullopt after fail() (the connection is done).
+  std::optional<std::size_t> send_some(std::string_view bytes);
+  bool pending_out() const { return out_at_ < out_.size(); }
   bool write_all(const std::string& bytes);
   void fail(std::uint32_t code, const std::string& why);
   void maybe_finish();
@@ -67,7 +73,8 @@ class NetConnection final : public StreamOwner {
   SocksHandshake socks_;
   std::uint32_t stream_ = 0;
   std::string early_;         // client bytes that came right behind the SOCKS request
-  std::string out_;           // host bytes the socket has not taken yet
+  std::string out_;           // host bytes the socket has not taken yet: out_[out_at_..]
+  std::size_t out_at_ = 0;
   bool client_ended_ = false; // the client's EOF was read (and CLOSE sent)
   bool host_ended_ = false;   // the host half-closed
   bool shut_write_ = false;

@@ -287,12 +287,15 @@ Result<void> GuestChannel::write(std::uint32_t id, std::string_view bytes) {
   if (failed_ || closing_ || it == streams_.end() || !it->second.claimed || it->second.close_after || !session_.is_open(id))
     return make_error(ErrorCode::kWrongState, "stream " + std::to_string(id) + " is not open for writing");
   Stream& s = it->second;
-  if (s.out.size() + bytes.size() > options_.max_stream_queue) {
+  // What would wait after this call: all of `bytes` behind a queue, or what the credit leaves.
+  std::size_t direct = s.queued() == 0 ? std::min(bytes.size(), session_.send_credit(id)) : 0;
+  if (s.queued() + bytes.size() - direct > options_.max_stream_queue) {
     s.want_writable = true;
-    return make_error(ErrorCode::kLimitExceeded, "stream " + std::to_string(id) + " already has " + std::to_string(s.out.size()) +
+    return make_error(ErrorCode::kLimitExceeded, "stream " + std::to_string(id) + " already has " + std::to_string(s.queued()) +
                                                      " bytes waiting for the guest; write again after on_writable");
   }
-  s.out.append(bytes);
+  if (direct > 0) bytes.remove_prefix(session_.send_data(id, bytes.substr(0, direct)));
+  if (!bytes.empty()) s.out.append(bytes);
   pump(id);
   return {};
 }
@@ -301,11 +304,18 @@ void GuestChannel::pump(std::uint32_t id) {
   auto it = streams_.find(id);
   if (it == streams_.end()) return;
   Stream& s = it->second;
-  if (!s.out.empty()) {
-    std::size_t sent = session_.send_data(id, s.out);
-    s.out.erase(0, sent);
+  if (s.queued() > 0) {
+    s.out_at += session_.send_data(id, std::string_view(s.out).substr(s.out_at));
+    if (s.out_at == s.out.size()) {
+      if (s.out.capacity() > (64u << 10)) std::string().swap(s.out);  // an idle stream holds no MiB
+      s.out.clear();
+      s.out_at = 0;
+    } else if (s.out_at >= s.out.size() / 2) {
+      s.out.erase(0, s.out_at);  // amortized: each byte moves at most once per halving
+      s.out_at = 0;
+    }
   }
-  if (!s.out.empty()) return flush();
+  if (s.queued() > 0) return flush();
   if (s.close_after && session_.close_stream(id) && s.held.empty() && !s.ended) {
     streams_.erase(it);
     return flush();
@@ -333,7 +343,21 @@ void GuestChannel::reset_stream(std::uint32_t id, std::uint32_t code, std::strin
   flush();
 }
 
-void GuestChannel::detach(std::uint32_t id) { streams_.erase(id); }
+void GuestChannel::detach(std::uint32_t id) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  Stream& s = it->second;
+  if (!s.close_after || s.queued() == 0 || !session_.is_open(id)) {
+    streams_.erase(it);
+    return;
+  }
+  // An orderly close still owes the agent bytes (and then the CLOSE): they go out as credit
+  // comes, with nobody listening any more; the entry goes when both sides have closed.
+  s.handlers = {};
+  s.paused = false;
+  if (!s.held.empty()) session_.consumed(id, s.held.size());
+  s.held.clear();
+}
 
 // --- output, failure, shutdown
 

@@ -91,8 +91,10 @@ class GuestChannel {
   // Claims stream `id`. Fails if the agent never opened it or it is already claimed; data that
   // arrived before is delivered at once (inside this call).
   Result<void> attach(std::uint32_t id, StreamHandlers handlers);
-  // Queues bytes for the agent within the stream's credit. Refused (kLimitExceeded) when more
-  // than max_stream_queue bytes would wait; on_writable runs once the queue has drained.
+  // Sends bytes to the agent within the stream's credit: framed straight from `bytes` when
+  // nothing waits before them, and only what the credit does not cover is copied to wait.
+  // Refused whole (kLimitExceeded, nothing taken) when more than max_stream_queue bytes would
+  // wait; on_writable runs once the queue has drained.
   Result<void> write(std::uint32_t id, std::string_view bytes);
   // Half-closes the host's direction once the queued bytes have gone.
   void close_stream(std::uint32_t id);
@@ -100,7 +102,9 @@ class GuestChannel {
   // While paused, no credit goes back to the agent and arriving bytes are held (at most one
   // window); resuming delivers them and returns the credit.
   void pause(std::uint32_t id, bool paused);
-  // Forgets the handlers of a stream without telling the agent (its owner is gone).
+  // Forgets the handlers of a stream without telling the agent (its owner is gone). A stream
+  // whose close_stream() still waits behind queued bytes keeps draining first, so an orderly
+  // close is never cut short.
   void detach(std::uint32_t id);
 
   // --- failure and shutdown
@@ -123,7 +127,9 @@ class GuestChannel {
     bool paused = false;
     bool ended = false;      // the agent half-closed it before it was claimed
     std::string held;        // bytes waiting for a claim or a resume
-    std::string out;         // host → agent bytes waiting for credit
+    std::string out;         // host → agent bytes waiting for credit: out[out_at..] (sent from the front
+    std::size_t out_at = 0;  //   by moving out_at; compacted when half of it is sent, never per send)
+    std::size_t queued() const { return out.size() - out_at; }
     bool close_after = false;
     bool want_writable = false;
   };

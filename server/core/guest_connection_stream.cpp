@@ -5,7 +5,8 @@ namespace lockroom::core {
 
 namespace {
 
-constexpr std::size_t kPiece = 16 * 1024;
+// What waits is kept in pieces no bigger than this, so each fits the channel's stream queue.
+constexpr std::size_t kPiece = 64 * 1024;
 
 // A connection whose stream the engine dropped after closing its side: it sends what is still
 // queued and the half-close, then waits for the guest program to close, and deletes itself.
@@ -88,6 +89,12 @@ GuestConnectionStream::~GuestConnectionStream() {
 }
 
 bool GuestConnectionStream::write(std::string_view bytes) {
+  if (pending_.empty() && !bytes.empty()) {
+    // Nothing waits: the channel frames the caller's bytes itself (no copy here).
+    auto sent = connection_->write(bytes);
+    if (sent) return true;
+    if (sent.error().code != ErrorCode::kLimitExceeded) return true;  // the connection is gone: on_reset follows
+  }
   for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
     pending_.emplace_back(bytes.substr(at, kPiece));
     pending_bytes_ += pending_.back().size();

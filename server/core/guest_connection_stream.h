@@ -1,10 +1,11 @@
 // GuestConnectionStream: a guest program's connection (channel::GuestConnection, one stream on
 // the guest channel) as the egress engine's ClientStream.
 //
-// It starts paused, as the engine expects. write() always takes the bytes: what the channel's
-// flow control does not accept yet waits here (in 16 KiB pieces) and goes out when the guest
-// grants credit; write() returns false while anything waits, and on_writable fires when it is
-// all gone. A half-close asked for while bytes wait is sent after them. The engine may drop the
+// It starts paused, as the engine expects. write() always takes the bytes: when nothing waits
+// they go straight to the channel (which frames them from the caller's buffer, see
+// GuestChannel::write); what the channel's queue does not accept waits here (in pieces of at
+// most 64 KiB) and goes out when the guest grants credit; write() returns false while anything
+// waits, and on_writable fires when it is all gone. A half-close asked for while bytes wait is sent after them. The engine may drop the
 // stream right after close_write() (after a 403, at the end of a response): the connection then
 // lingers on its own until its last bytes and the half-close are out and the guest program has
 // closed too (or the connection breaks), so answers are never cut off. For SOCKS,

@@ -1,7 +1,8 @@
 // Egress inside the guest, end to end: the real lockroom-agent on the host with its proxies on
 // free loopback ports, TCP clients playing the guest's programs, and GuestConnections on the host
-// side of the channel. Also the pure parts (SOCKS handshake, DNS refusal, net.* messages) and a
-// scripted lying agent that announces streams it never opened.
+// side of the channel: bytes and half-closes both ways, large transfers under credit (in order,
+// with a slow program), resets, SOCKS5, the bounds on connections, the proxy variables of started
+// processes and the DNS refuser.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -15,10 +16,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "guest/net_dns.h"
 #include "guest/net_socks.h"
-#include "guest/settings.h"
-#include "tests/fakes/lying_agent.h"
+#include "server/core/guest_connection_stream.h"
 #include "tests/unit/channel/channel_harness.h"
 
 using namespace lockroom;
@@ -41,8 +40,10 @@ struct Client {
   bool eof = false;
   bool reset = false;
 
-  explicit Client(std::int64_t port) {
+  // `receive_buffer`: a small one makes the agent's writes to this program stop short.
+  explicit Client(std::int64_t port, int receive_buffer = 0) {
     fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (receive_buffer) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -99,11 +100,13 @@ struct TempDir {
 struct Net {
   TempDir certs;
   // A cert dir whose parents do not exist yet, as in the default image (no /etc/ssl at all).
-  AgentHarness h{{"--net-http-port", "0", "--net-socks-port", "0", "--net-dns-port", "0", "--net-cert-dir", (certs.path / "ssl" / "certs").string()}};
+  AgentHarness h;
   wire::NetEnableResult ports;
   std::vector<std::shared_ptr<Seen>> seen;
 
-  explicit Net(std::optional<std::int64_t> max_connections = std::nullopt, bool enable = true) {
+  explicit Net(std::optional<std::int64_t> max_connections = std::nullopt, bool enable = true, channel::ChannelOptions options = {})
+      : h({"--net-http-port", "0", "--net-socks-port", "0", "--net-dns-port", "0", "--net-cert-dir", (certs.path / "ssl" / "certs").string()},
+          options) {
     REQUIRE(h.hello);
     h.client->on_connection([this](std::unique_ptr<channel::GuestConnection> c) {
       auto s = std::make_shared<Seen>();
@@ -146,156 +149,18 @@ struct Net {
   }
 };
 
+// A pattern that shows a lost, doubled or reordered piece (its period, 251, divides no chunk size).
+std::string pattern(std::size_t size, int seed) {
+  std::string out(size, '\0');
+  for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<char>((i * 7 + static_cast<std::size_t>(seed)) % 251);
+  return out;
+}
+
 std::string socks_domain_request(const std::string& host, int port) {
   return bytes({5, 1, 0, 3, static_cast<int>(host.size())}) + host + bytes({port >> 8, port & 0xff});
 }
 
 }  // namespace
-
-// ---- pure parts
-
-TEST_CASE("net: the SOCKS5 handshake names IPv4, IPv6 and domain targets", "[channel][net]") {
-  SECTION("greeting and domain request in one read, with bytes behind it") {
-    agent::SocksHandshake s;
-    auto out = s.feed(bytes({5, 2, 2, 0}) + socks_domain_request("example.com", 443) + "early");
-    CHECK(out.step == agent::SocksHandshake::Step::kTarget);
-    CHECK(out.reply == bytes({5, 0}));
-    REQUIRE(out.target);
-    CHECK(out.target->host == "example.com");
-    CHECK(out.target->port == 443);
-    CHECK(out.extra == "early");
-  }
-  SECTION("byte by byte, IPv6") {
-    agent::SocksHandshake s;
-    std::string all = bytes({5, 1, 0}) + bytes({5, 1, 0, 4, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 80});
-    agent::SocksHandshake::Outcome out;
-    std::string replies;
-    for (char c : all) {
-      out = s.feed(std::string(1, c));
-      replies += out.reply;
-    }
-    CHECK(replies == bytes({5, 0}));
-    REQUIRE(out.target);
-    CHECK(out.target->host == "2001:db8::1");
-    CHECK(out.target->port == 80);
-  }
-  SECTION("IPv4") {
-    agent::SocksHandshake s;
-    auto out = s.feed(bytes({5, 1, 0, 5, 1, 0, 1, 10, 1, 2, 3, 0x1f, 0x90}));
-    REQUIRE(out.target);
-    CHECK(out.target->host == "10.1.2.3");
-    CHECK(out.target->port == 8080);
-  }
-}
-
-TEST_CASE("net: the SOCKS5 handshake refuses what it does not offer", "[channel][net]") {
-  using Step = agent::SocksHandshake::Step;
-  SECTION("BIND gets 0x07") {
-    agent::SocksHandshake s;
-    auto out = s.feed(bytes({5, 1, 0, 5, 2, 0, 1, 1, 2, 3, 4, 0, 80}));
-    CHECK(out.step == Step::kFail);
-    CHECK(out.reply == bytes({5, 0}) + agent::socks_reply(7));
-  }
-  SECTION("UDP ASSOCIATE gets 0x07") {
-    agent::SocksHandshake s;
-    s.feed(bytes({5, 1, 0}));
-    CHECK(s.feed(bytes({5, 3, 0, 1, 0, 0, 0, 0, 0, 0})).reply == agent::socks_reply(7));
-  }
-  SECTION("an unknown address type gets 0x08") {
-    agent::SocksHandshake s;
-    s.feed(bytes({5, 1, 0}));
-    auto out = s.feed(bytes({5, 1, 0, 9, 0}));
-    CHECK(out.step == Step::kFail);
-    CHECK(out.reply == agent::socks_reply(8));
-  }
-  SECTION("a client that wants authentication gets 0xFF") {
-    agent::SocksHandshake s;
-    auto out = s.feed(bytes({5, 1, 2}));
-    CHECK(out.step == Step::kFail);
-    CHECK(out.reply == bytes({5, 0xff}));
-  }
-  SECTION("SOCKS4 and overlong input end without a reply") {
-    agent::SocksHandshake four;
-    CHECK(four.feed(bytes({4, 1, 0, 80})).step == Step::kFail);
-    agent::SocksHandshake flood;
-    CHECK(flood.feed(std::string(agent::SocksHandshake::kMaxBuffered + 1, '\5')).step == Step::kFail);
-  }
-  SECTION("port 0 and unprintable names are unreachable") {
-    agent::SocksHandshake zero;
-    zero.feed(bytes({5, 1, 0}));
-    CHECK(zero.feed(socks_domain_request("example.com", 0)).reply == agent::socks_reply(4));
-    agent::SocksHandshake bad;
-    bad.feed(bytes({5, 1, 0}));
-    CHECK(bad.feed(socks_domain_request("exa mple", 80)).reply == agent::socks_reply(4));
-  }
-}
-
-TEST_CASE("net: DNS queries are answered REFUSED with their id and question", "[channel][net]") {
-  // id 0xbeef, RD, one question: example.com A IN
-  std::string query = bytes({0xbe, 0xef, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 7}) + "example" + bytes({3}) + "com" + bytes({0, 0, 1, 0, 1});
-  std::string reply = agent::dns_refusal(query);
-  REQUIRE(reply.size() == query.size());
-  CHECK(reply.substr(0, 2) == query.substr(0, 2));
-  CHECK(static_cast<unsigned char>(reply[2]) == 0x81);  // QR + RD
-  CHECK((reply[3] & 0x0f) == 5);                         // REFUSED
-  CHECK(reply.substr(12) == query.substr(12));
-  CHECK(agent::dns_question_name(query) == "example.com");
-  CHECK(agent::dns_refusal("short").empty());
-  std::string answer = query;
-  answer[2] = static_cast<char>(0x81);
-  CHECK(agent::dns_refusal(answer).empty());  // never answer an answer
-  std::string cut = query.substr(0, 20);
-  CHECK(agent::dns_refusal(cut).size() == 12);  // no readable question: the header alone
-}
-
-TEST_CASE("net: net.connection announcements are checked as hostile input", "[channel][net]") {
-  json ok = {{"stream", 8}, {"kind", "socks"}, {"target", {{"host", "example.com"}, {"port", 443}}}, {"client", {{"port", 40000}}}};
-  auto parsed = wire::parse_net_connection(ok);
-  REQUIRE(parsed);
-  CHECK(wire::to_json(*parsed) == ok);
-  auto broken = [&](const char* key, json value) {
-    json j = ok;
-    j[key] = std::move(value);
-    auto r = wire::parse_net_connection(j);
-    REQUIRE_FALSE(r);
-    return r.error().message;
-  };
-  CHECK_THAT(broken("stream", 9), Catch::Contains("must be even"));
-  CHECK_THAT(broken("kind", "udp"), Catch::Contains("\"kind\""));
-  CHECK_THAT(broken("target", {{"host", "a\nb"}, {"port", 1}}), Catch::Contains("target.host"));
-  CHECK_THAT(broken("target", {{"host", "a"}, {"port", 70000}}), Catch::Contains("target.port"));
-  json http = ok;
-  http["kind"] = "http";
-  CHECK_FALSE(wire::parse_net_connection(http));  // HTTP announces no target
-  json socks = ok;
-  socks.erase("target");
-  CHECK_FALSE(wire::parse_net_connection(socks));
-  CHECK_FALSE(wire::parse_net_trust_params(json{{"pem", "-----BEGIN PRIVATE KEY-----\n-----BEGIN CERTIFICATE-----"}}));
-  CHECK_FALSE(wire::parse_net_refuse_params(json{{"stream", 2}, {"socksCode", 0}}));
-}
-
-TEST_CASE("net: the proxy ports come from the kernel command line and flags", "[channel][net]") {
-  agent::AgentSettings settings;
-  CHECK(settings.net.http_port == 3128);
-  CHECK(settings.net.socks_port == 1080);
-  CHECK(settings.net.dns_port == 53);
-  agent::apply_kernel_cmdline("quiet lockroom.net.http=8080 lockroom.net.dns=0 lockroom.net.max=16 lockroom.net.socks=0", settings);
-  CHECK(settings.net.http_port == 8080);
-  CHECK(settings.net.socks_port == 1080);  // 0 is no port a guest listens on: ignored
-  CHECK_FALSE(settings.net.dns_port);
-  CHECK(settings.net.max_connections == 16);
-  REQUIRE(agent::apply_flags({"--net-http-port", "0", "--net-dns-port", "5353", "--net-cert-dir", "/tmp/certs"}, settings));
-  CHECK(settings.net.http_port == 0);
-  CHECK(settings.net.dns_port == 5353);
-  CHECK(settings.net.cert_dir == "/tmp/certs");
-  auto bad = agent::apply_flags({"--net-socks-port", "70000"}, settings);
-  REQUIRE_FALSE(bad);
-  CHECK_THAT(bad.error().message, Catch::Contains("--net-socks-port needs a port") && Catch::Contains("70000"));
-  CHECK_FALSE(agent::apply_flags({"--net-max-connections", "0"}, settings));
-  CHECK_FALSE(agent::apply_flags({"--net-cert-dir", "relative"}, settings));
-}
-
-// ---- the real agent
 
 TEST_CASE("net: nothing listens before net.enable, the result names the bound ports", "[channel][net][e2e]") {
   Net n(std::nullopt, false);
@@ -339,24 +204,95 @@ TEST_CASE("net: an HTTP proxy connection carries bytes and half-closes both ways
   CHECK(n.h.shutdown() == 0);
 }
 
-TEST_CASE("net: a large transfer flows both ways under credit", "[channel][net][e2e]") {
+TEST_CASE("net: a large transfer flows both ways under credit, in order", "[channel][net][e2e]") {
   Net n;
-  Client c(n.ports.http);
-  c.send("x");
+  Client c(n.ports.http, 8192);
+  const std::string up = pattern(1u << 20, 3);  // program → host, many windows
+  c.send(up.substr(0, 1));
   Seen& s = n.wait_connection(0);
-  std::string big(3u << 20, 'b');  // many windows
-  std::size_t written = 0;
+  const std::string down = pattern(3u << 20, 5);  // host → program, many windows
+  std::size_t written = 0, sent_up = 1;
+  bool refused = false;
   s.connection->set_callbacks({[&](std::string_view b) { s.data.append(b); }, [&] { s.ended = true; }, nullptr,
-                               [&] {}});
+                               [&] { refused = false; }});
   REQUIRE(n.h.loop.run_until([&] {
-    while (written < big.size()) {
-      std::size_t chunk = std::min<std::size_t>(64u << 10, big.size() - written);
-      if (!s.connection->write(std::string_view(big).substr(written, chunk))) break;
+    // The host writes odd-sized chunks as fast as the channel takes them (some framed at once,
+    // some queued behind the credit); a refused write is retried whole after on_writable.
+    while (!refused && written < down.size()) {
+      std::size_t chunk = std::min<std::size_t>(50'000, down.size() - written);
+      if (!s.connection->write(std::string_view(down).substr(written, chunk))) {
+        refused = true;
+        break;
+      }
       written += chunk;
     }
-    return c.pump(big.size());
-  }, 20s));
-  CHECK(c.got == big);
+    // The program sends its part without blocking, and reads slowly: a little per turn, so the
+    // agent's socket fills and it keeps what the socket did not take.
+    if (sent_up < up.size()) {
+      ssize_t n_up = ::send(c.fd, up.data() + sent_up, std::min<std::size_t>(30'000, up.size() - sent_up), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n_up > 0) sent_up += static_cast<std::size_t>(n_up);
+    }
+    char buf[7000];
+    for (int i = 0; i < 8; ++i) {
+      ssize_t got = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (got <= 0) break;
+      c.got.append(buf, static_cast<std::size_t>(got));
+    }
+    return c.got.size() >= down.size() && s.data.size() >= up.size();
+  }, 60s));
+  CHECK(c.got.size() == down.size());
+  CHECK(c.got == down);
+  CHECK(s.data.size() == up.size());
+  CHECK(s.data == up);
+  CHECK(n.h.shutdown() == 0);
+}
+
+TEST_CASE("net: the host's stream queue takes a write whole or not at all", "[channel][net][e2e]") {
+  channel::ChannelOptions options;
+  options.max_stream_queue = 100'000;
+  Net n(std::nullopt, true, options);
+  Client c(n.ports.http, 8192);
+  c.send("x");
+  Seen& s = n.wait_connection(0);
+  bool writable = false;
+  s.connection->set_callbacks({[&](std::string_view b) { s.data.append(b); }, [&] { s.ended = true; }, nullptr,
+                               [&] { writable = true; }});
+  const std::string first = pattern(300'000, 1), second = pattern(80'000, 2);
+  // 300,000 bytes: one window (256 KiB) framed at once, the rest queued (under 100,000).
+  REQUIRE(s.connection->write(first));
+  // 80,000 more would make the queue 117,856: refused whole, nothing of it taken.
+  auto refused = s.connection->write(second);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == ErrorCode::kLimitExceeded);
+  REQUIRE(n.h.loop.run_until([&] { return c.pump(first.size()) && writable; }, 10s));
+  REQUIRE(s.connection->write(second));
+  n.wait_bytes(c, first.size() + second.size());
+  CHECK(c.got == first + second);
+  CHECK(n.h.shutdown() == 0);
+}
+
+TEST_CASE("net: GuestConnectionStream takes every write, sends in order and lingers for the rest", "[channel][net][e2e]") {
+  Net n;
+  Client c(n.ports.http, 8192);
+  c.send("x");
+  Seen& s = n.wait_connection(0);
+  auto stream = std::make_unique<core::GuestConnectionStream>(std::move(s.connection));
+  int writable = 0;
+  stream->set_callbacks({[](std::string_view) {}, [] {}, [](const std::string&) {}, [&] { ++writable; }});
+  const std::string body = pattern(3u << 20, 9);
+  bool said_wait = false;
+  for (std::size_t at = 0; at < body.size(); at += 50'000) said_wait |= !stream->write(std::string_view(body).substr(at, 50'000));
+  CHECK(said_wait);  // 3 MiB is more than the window and the channel's queue
+  CHECK(stream->buffered_bytes() > 0);
+  // The engine is done with it: the half-close goes after every byte, with the stream gone.
+  stream->close_write();
+  stream.reset();
+  c.send("y");
+  ::shutdown(c.fd, SHUT_WR);  // the program closes too, so the lingering connection can end
+  REQUIRE(n.h.loop.run_until([&] { return c.pump() && c.eof; }, 20s));
+  CHECK(c.got.size() == body.size());
+  CHECK(c.got == body);
+  CHECK(writable == 0);  // nobody to tell after the stream went
   CHECK(n.h.shutdown() == 0);
 }
 
@@ -516,97 +452,4 @@ TEST_CASE("net: the DNS refuser answers at once", "[channel][net][e2e]") {
   CHECK(std::string(buf, 2) == query.substr(0, 2));
   CHECK((buf[3] & 0x0f) == 5);
   CHECK(n.h.shutdown() == 0);
-}
-
-// ---- a lying agent
-
-namespace {
-
-struct Liar {
-  Loop loop;
-  std::unique_ptr<channel::GuestChannel> channel;
-  std::unique_ptr<LyingAgent> agent;
-  std::unique_ptr<channel::AgentClient> client;
-  std::optional<Error> failure;
-  bool ready = false;
-  int connections = 0;
-
-  Liar() {
-    int sv[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    agent = std::make_unique<LyingAgent>(loop.get(), sv[1]);
-    channel = std::make_unique<channel::GuestChannel>(loop.get());
-    REQUIRE(channel->start(sv[0], [this](Result<wire::HelloResult> r) { r ? void(ready = true) : void(failure = r.error()); },
-                           [this](const Error& e) { failure = e; }));
-    REQUIRE(loop.run_until([&] { return ready || failure; }));
-    client = std::make_unique<channel::AgentClient>(*channel);
-    client->on_connection([this](std::unique_ptr<channel::GuestConnection>) { connections++; });
-  }
-  // Enables networking; the script runs in place of the agent's answer.
-  std::string run(LyingAgent::Script script) {
-    agent->on_request(std::move(script));
-    client->enable_network({}, [](Result<wire::NetEnableResult>) {});
-    REQUIRE(loop.run_until([&] { return failure.has_value(); }, 10s));
-    return failure->message;
-  }
-  int finish() {
-    client.reset();
-    bool closed = false, agent_closed = false;
-    channel->close([&] { closed = true; });
-    agent->close([&] { agent_closed = true; });
-    loop.run_until([&] { return closed && agent_closed; }, 5s);
-    channel.reset();
-    agent.reset();
-    return loop.finish();
-  }
-};
-
-json enabled() { return json{{"http", 3128}, {"socks", 1080}, {"dns", 53}, {"maxConnections", 256}}; }
-json announce(std::uint32_t stream) { return json{{"stream", stream}, {"kind", "http"}, {"client", {{"port", 40000}}}}; }
-
-}  // namespace
-
-TEST_CASE("net: a lying agent announcing a stream it never opened fails the channel", "[channel][net][hostile]") {
-  Liar t;
-  std::string why = t.run([](LyingAgent& a, const protocol::Request& r) {
-    a.reply(r.id, enabled());
-    a.notify(wire::method::kNetConnection, announce(40));
-  });
-  CHECK_THAT(why, Catch::Contains("net.connection") && Catch::Contains("stream 40 was never opened"));
-  CHECK(t.connections == 0);
-  CHECK(t.finish() == 0);
-}
-
-TEST_CASE("net: a lying agent announcing one stream twice fails the channel", "[channel][net][hostile]") {
-  Liar t;
-  std::string why = t.run([](LyingAgent& a, const protocol::Request& r) {
-    a.reply(r.id, enabled());
-    std::uint32_t id = a.open_stream();
-    a.notify(wire::method::kNetConnection, announce(id));
-    a.notify(wire::method::kNetConnection, announce(id));
-  });
-  CHECK_THAT(why, Catch::Contains("announced twice"));
-  CHECK(t.connections == 1);
-  CHECK(t.finish() == 0);
-}
-
-TEST_CASE("net: a lying agent announcing an odd stream or a socks connection without target fails the channel", "[channel][net][hostile]") {
-  SECTION("odd id") {
-    Liar t;
-    CHECK_THAT(t.run([](LyingAgent& a, const protocol::Request& r) {
-      a.reply(r.id, enabled());
-      a.notify(wire::method::kNetConnection, announce(3));
-    }), Catch::Contains("must be even"));
-    CHECK(t.finish() == 0);
-  }
-  SECTION("socks without target") {
-    Liar t;
-    CHECK_THAT(t.run([](LyingAgent& a, const protocol::Request& r) {
-      a.reply(r.id, enabled());
-      json note = announce(a.open_stream());
-      note["kind"] = "socks";
-      a.notify(wire::method::kNetConnection, note);
-    }), Catch::Contains("\"target\" is required"));
-    CHECK(t.finish() == 0);
-  }
 }
