@@ -179,7 +179,7 @@ std::string deb_file_name(const PackageRef& ref) {
 std::string package_image_key(const std::string& base_hash, const std::vector<std::string>& packages,
                               const std::vector<PackageRef>& closure) {
   Sha256 h;
-  h.add("layer-format", "1");
+  h.add("layer-format", "2");  // 2: Python modules precompiled
   h.add("base", base_hash);
   for (const auto& p : packages) h.add("package", p);
   for (const auto& r : closure) h.add("resolved", r.name + "=" + r.version + ":" + r.arch);

@@ -169,6 +169,29 @@ Result<std::vector<fs::path>> fetch_debs(const fs::path& cache, const std::vecto
   return files;
 }
 
+// Debian's Python packages ship no bytecode (their postinst compiles it, and postinsts are not
+// run), so every fresh guest would compile the modules it imports on first use (`python3 -c
+// pass`: 1.75 s instead of 0.54 s under TCG). When the host's python3 is the same minor version
+// as the packages', it compiles them here, as unchecked-hash .pyc files (the layer's files have
+// no meaningful mtimes). Best effort: a file that does not compile stays source only.
+void precompile_python(const std::vector<UnpackedPackage>& unpacked, const Progress& progress) {
+  auto python = find_program("python3");
+  if (!python) return;
+  auto version = run_capture({python->string(), "-c", "import sys; print('python%d.%d' % sys.version_info[:2])"});
+  if (!version || version->exit_code != 0) return;
+  std::string name = version->output.substr(0, version->output.find('\n'));
+  std::vector<std::pair<fs::path, fs::path>> trees;  // package root, folder to compile
+  for (const auto& package : unpacked)
+    for (const fs::path& dir : {fs::path("usr/lib") / name, fs::path("usr/lib/python3/dist-packages")})
+      if (fs::is_directory(package.root / dir)) trees.emplace_back(package.root, package.root / dir);
+  // Only for the same interpreter: its standard library must be among the packages.
+  if (std::none_of(trees.begin(), trees.end(), [&](const auto& t) { return t.second.filename() == name; })) return;
+  progress("compiling the packages' Python modules with the host's " + name);
+  for (const auto& [root, dir] : trees)
+    (void)run_capture({python->string(), "-m", "compileall", "-q", "-s", root.string(), "-p", "/", "--invalidation-mode", "unchecked-hash",
+                       dir.string()});
+}
+
 }  // namespace
 
 std::uint64_t max_package_bytes_from_env() {
@@ -217,6 +240,8 @@ Result<GuestImage> ensure_package_image(const GuestImage& base, const PackageIma
     }
     unpacked.push_back({ref.name, root});
   }
+
+  precompile_python(unpacked, progress);
 
   auto base_initrd = read_host_file(base.initrd());
   if (!base_initrd) return base_initrd.error();
