@@ -6,8 +6,9 @@
 // sources decide where from, and APT_CONFIG points apt at other ones, as for the kernel), checks
 // the installed size against the bound, downloads the .debs it lacks with `apt-get download`
 // into `<cache>/packages/debs/`, unpacks each with `dpkg-deb -x` (maintainer scripts are NOT run:
-// no postinst, no triggers, no update-alternatives, no ld.so.cache), builds the layer
-// (package_layer.h) and writes `<cache>/images/packages/<key>/` — `kernel` (a link to the base
+// no postinst, no triggers, no update-alternatives, no ld.so.cache; the one postinst job done
+// instead is compiling Python modules with the host's python3 when it is the same interpreter
+// version), builds the layer (package_layer.h) and writes `<cache>/images/packages/<key>/` — `kernel` (a link to the base
 // image's), `initrd` (the base initrd with the layer appended) and `manifest.json` (the base's,
 // with a "packages" part). The key covers the base image's hash, the set and every resolved
 // version, so templates (keyed by image hash) are per package set by themselves. apt's answer
