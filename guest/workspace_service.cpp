@@ -105,8 +105,12 @@ Outcome WorkspaceService::manifest(const json& params) {
   // Only the files written since the latest manifest, when the watch saw nothing else happen.
   WorkspaceWatch::Changes seen;
   if (ws.watch.running()) seen = ws.watch.take();
-  auto built = !seen.structural && !ws.remembered.empty() ? update_manifest(p->path, p->bounds, ws.cache, ws.remembered.back().entries, seen.dirty)
-                                                          : build_manifest(p->path, p->bounds, ws.cache, ws.listing);
+  bool quiet = !seen.structural && !ws.relist && !ws.remembered.empty();
+  auto built = quiet ? update_manifest(p->path, p->bounds, ws.cache, ws.remembered.back().entries, seen.dirty)
+                     : build_manifest(p->path, p->bounds, ws.cache, ws.listing);
+  // A refused manifest is not remembered, and the files written before it are no longer in the
+  // watch's hands: the next one lists everything.
+  ws.relist = std::holds_alternative<RpcError>(built);
   if (auto* error = std::get_if<RpcError>(&built)) return *error;
   Manifest& m = std::get<Manifest>(built);
 

@@ -67,6 +67,7 @@ class WorkspaceService {
     WorkspaceListing listing;
     WorkspaceWatch watch;                // from the first checkout on
     std::deque<Remembered> remembered;   // the latest manifests, oldest first (a partial one is relative to one of them)
+    bool relist = false;                 // the last manifest failed: the next lists everything
     std::int64_t manifest = 0;
     std::vector<std::string> paths;  // of that manifest's records (what workspace.export indexes)
   };

@@ -325,6 +325,21 @@ TEST_CASE("agent workspace: a partial manifest holds only what changed since the
   REQUIRE(wait_for<std::int64_t>(h, [&](auto d) { h.client->export_files(x, [&](channel::ExportedFile f) { files.push_back(std::move(f)); }, d); }));
   REQUIRE(files.size() == 1);
   CHECK(files[0].content == "alpha, third\n");
+  // A manifest refused for a bound does not lose the files written before it.
+  write(w.ws / "a.txt", std::string(3000, 'x'));
+  write(w.ws / "new" / "c.txt", "charlie, written before the refusal\n");
+  wire::WorkspaceManifestParams small;
+  small.path = w.ws.string();
+  small.bounds.max_file_bytes = 1000;
+  small.since = m9->summary.manifest;
+  auto refused = wait_for<channel::WorkspaceManifest>(h, [&](auto d) { h.client->manifest(small, d); });
+  REQUIRE_FALSE(refused);
+  write(w.ws / "a.txt", "alpha, small again\n");
+  auto after = manifest_since(h, w, m9->summary.manifest);
+  REQUIRE(after);
+  REQUIRE(find(*after, "new/c.txt"));
+  CHECK(find(*after, "new/c.txt")->id == w.hash_object("new/c.txt"));
+  CHECK(find(*after, "a.txt")->id == w.hash_object("a.txt"));
   CHECK_FALSE(h.failure);
   CHECK(h.shutdown() == 0);
 }
