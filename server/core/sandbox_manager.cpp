@@ -293,7 +293,7 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
   };
   ensure_template(*limits, restoring->packages, progress, [this, alive, restoring](Result<BaseTemplate> base) {
     if (!*alive) return;
-    if (!base) return restoring->done(make_error(ErrorCode::kUnavailable, "cannot start a guest: " + base.error().message));
+    if (!base) return restoring->done(make_error(base.error().code, "cannot start a guest: " + base.error().message));
     restoring->base = *base;
     restoring->source = base->booted ? TemplateSource::kBooted : base->from_cache ? TemplateSource::kCache : TemplateSource::kMemory;
     restoring->timings->template_ms = restoring->source == TemplateSource::kMemory ? 0 : ms_since(restoring->started);
@@ -330,7 +330,7 @@ void SandboxManager::restore_guest(std::shared_ptr<Restoring> r, bool retried) {
         }
         ensure_template(r->limits, r->packages, r->progress, [this, alive, r](Result<BaseTemplate> base) {
           if (!*alive) return;
-          if (!base) return r->done(make_error(ErrorCode::kUnavailable, "cannot start a guest: " + base.error().message));
+          if (!base) return r->done(make_error(base.error().code, "cannot start a guest: " + base.error().message));
           r->base = *base;
           r->source = base->booted ? TemplateSource::kBooted : base->from_cache ? TemplateSource::kCache : TemplateSource::kMemory;
           r->timings->template_ms = ms_since(r->started);

@@ -74,4 +74,5 @@ TEST_CASE("kit packages: a package apt does not know fails the create, naming it
   w.run_until([&] { return created.has_value(); });
   REQUIRE_FALSE(created->ok());
   CHECK_THAT(created->error().message, Catch::Contains("\"lockroom-no-such-package\" does not exist"));
+  CHECK(created->error().code == ErrorCode::kNotFound);  // the editor sees kind: notFound
 }
