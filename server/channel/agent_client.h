@@ -40,6 +40,9 @@ struct ProcessEvents {
 };
 
 // A workspace manifest as received and checked: the agent's summary and its entries, sorted.
+// When the host asked with `since` and `summary.since` is set, the manifest is partial: only the
+// paths that changed since that manifest, and `entries` may hold removal records (mode
+// wire::kModeRemoved) for paths that are gone.
 struct WorkspaceManifest {
   wire::WorkspaceManifestResult summary;  // summary.data is emptied once decoded
   std::vector<wire::ManifestEntry> entries;
