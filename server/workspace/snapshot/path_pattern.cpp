@@ -2,6 +2,9 @@
 #include "server/workspace/snapshot/path_pattern.h"
 
 #include <fnmatch.h>
+#include <limits.h>
+
+#include <cstring>
 
 namespace lockroom::workspace::snapshot {
 namespace {
@@ -84,7 +87,15 @@ bool PathPattern::Component::matches(std::string_view name) const {
     case Kind::kLiteral: return name == text;
     case Kind::kSuffix: return name.size() >= text.size() && name.substr(name.size() - text.size()) == text;
     case Kind::kPrefix: return name.substr(0, text.size()) == text;
-    case Kind::kGlob: return fnmatch(text.c_str(), std::string(name).c_str(), 0) == 0;
+    case Kind::kGlob: {
+      if (name.size() < NAME_MAX + 1) {  // a file name always fits: no allocation per match
+        char buffer[NAME_MAX + 1];
+        std::memcpy(buffer, name.data(), name.size());
+        buffer[name.size()] = '\0';
+        return fnmatch(text.c_str(), buffer, 0) == 0;
+      }
+      return fnmatch(text.c_str(), std::string(name).c_str(), 0) == 0;
+    }
     case Kind::kAnyDepth: return true;
   }
   return false;
@@ -103,7 +114,6 @@ bool PathPattern::match_from(std::size_t pattern_at, const std::vector<std::stri
   return path_at < end && c.matches(path[path_at]) && match_from(pattern_at + 1, path, path_at + 1, end);
 }
 
-// Does the pattern match the path made of the first `end` components?
 bool PathPattern::matches_ending_at(const std::vector<std::string_view>& path, std::size_t end) const {
   if (anchored_) return match_from(0, path, 0, end);
   if (!has_any_depth_) {

@@ -32,7 +32,12 @@ class PathPattern {
   // `components` is the path split on '/', e.g. {"a", "b", "c.txt"}.
   bool matches(const std::vector<std::string_view>& components) const;
 
+  // Does the pattern match the path made of the first `end` components of `path` itself (not a
+  // parent of it)? matches() is this for every end, up to the last but one when directory-only.
+  bool matches_ending_at(const std::vector<std::string_view>& path, std::size_t end) const;
+
   const std::string& text() const { return text_; }
+  bool directory_only() const { return directory_only_; }
 
  private:
   struct Component {
@@ -42,7 +47,6 @@ class PathPattern {
     bool matches(std::string_view name) const;
   };
 
-  bool matches_ending_at(const std::vector<std::string_view>& path, std::size_t end) const;
   bool match_from(std::size_t pattern_at, const std::vector<std::string_view>& path, std::size_t path_at,
                   std::size_t end) const;
 

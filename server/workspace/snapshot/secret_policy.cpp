@@ -52,4 +52,30 @@ bool SecretFilter::withheld(std::string_view path) const {
   return !any_matches(allow_, components);
 }
 
+bool SecretFilter::any_matches_itself(const std::vector<PathPattern>& patterns,
+                                      const std::vector<std::string_view>& path, bool is_folder) {
+  if (path.empty()) return false;
+  for (const auto& p : patterns) {
+    if ((is_folder || !p.directory_only()) && p.matches_ending_at(path, path.size())) return true;
+  }
+  return false;
+}
+
+SecretFilter::FolderMatches SecretFilter::enter_folder(const FolderMatches& parent,
+                                                       const std::vector<std::string_view>& folder) const {
+  FolderMatches out;
+  out.defaults = parent.defaults || any_matches_itself(defaults_, folder, true);
+  out.default_exceptions = parent.default_exceptions || any_matches_itself(default_exceptions_, folder, true);
+  out.withhold = parent.withhold || any_matches_itself(withhold_, folder, true);
+  out.allow = parent.allow || any_matches_itself(allow_, folder, true);
+  return out;
+}
+
+bool SecretFilter::withheld_in(const FolderMatches& folder, const std::vector<std::string_view>& path) const {
+  const bool by_default = (folder.defaults || any_matches_itself(defaults_, path, false)) &&
+                          !(folder.default_exceptions || any_matches_itself(default_exceptions_, path, false));
+  if (!by_default && !(folder.withhold || any_matches_itself(withhold_, path, false))) return false;
+  return !(folder.allow || any_matches_itself(allow_, path, false));
+}
+
 }  // namespace lockroom::workspace::snapshot

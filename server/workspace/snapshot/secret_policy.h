@@ -98,8 +98,28 @@ class SecretFilter {
   // `path` is workspace-relative with '/' separators.
   bool withheld(std::string_view path) const;
 
+  // The same answer, folder by folder: which pattern lists already match a folder or one of its
+  // parents (and so every path under it). The scanner computes this once per folder and then
+  // matches each file's own name only, instead of re-matching every parent for every file.
+  struct FolderMatches {
+    bool defaults = false;
+    bool default_exceptions = false;
+    bool withhold = false;
+    bool allow = false;
+  };
+  // `folder` is the folder's path split on '/' (empty for the workspace root, which matches
+  // nothing); `parent` is what enter_folder() gave for its parent folder.
+  FolderMatches enter_folder(const FolderMatches& parent, const std::vector<std::string_view>& folder) const;
+  // `path` is a file's path split on '/', `folder` what enter_folder() gave for its folder;
+  // equal to withheld() of the joined path.
+  bool withheld_in(const FolderMatches& folder, const std::vector<std::string_view>& path) const;
+
  private:
   static bool any_matches(const std::vector<PathPattern>& patterns, const std::vector<std::string_view>& path);
+  // Does a pattern match exactly `path` (all of it)? Directory-only patterns are left out unless
+  // `path` is a folder.
+  static bool any_matches_itself(const std::vector<PathPattern>& patterns, const std::vector<std::string_view>& path,
+                                 bool is_folder);
 
   std::vector<PathPattern> defaults_;
   std::vector<PathPattern> default_exceptions_;

@@ -91,9 +91,10 @@ class Scanner {
       : secrets_(secrets), store_(store), max_entries_(max_entries) {}
 
   // Walks the directory open on `fd` (taken over). `ws_rel` and `repo_rel` are the directory's
-  // path relative to the workspace and to ctx's working directory, "" or ending in '/'.
+  // path relative to the workspace and to ctx's working directory, "" or ending in '/';
+  // `secret_folder` is the secret filter's verdict on the directory (and its parents).
   Result<void> walk(int fd, const std::string& abs_dir, const std::string& ws_rel, RepoContext& ctx,
-                    const std::string& repo_rel, int depth);
+                    const std::string& repo_rel, int depth, const SecretFilter::FolderMatches& secret_folder);
 
   ScanResult result;
 
@@ -119,15 +120,19 @@ class Scanner {
   }
 
   Result<void> visit_directory(int parent_fd, const char* name, const struct stat& st, const std::string& abs_dir,
-                               const std::string& ws_path, RepoContext& ctx, const std::string& repo_path, int depth);
+                               const std::string& ws_path, RepoContext& ctx, const std::string& repo_path, int depth,
+                               const SecretFilter::FolderMatches& secret_folder);
 
   const SecretFilter& secrets_;
+  // The components of the workspace-relative path being looked at: views into the walk's own
+  // path strings, pushed and popped as it goes down and up.
+  std::vector<std::string_view> components_;
   struct stat store_;
   std::uint64_t max_entries_;
 };
 
 Result<void> Scanner::walk(int fd, const std::string& abs_dir, const std::string& ws_rel, RepoContext& ctx,
-                           const std::string& repo_rel, int depth) {
+                           const std::string& repo_rel, int depth, const SecretFilter::FolderMatches& secret_folder) {
   std::unique_ptr<DIR, DirCloser> dir(fdopendir(fd));
   if (!dir) {
     int err = errno;
@@ -155,7 +160,9 @@ Result<void> Scanner::walk(int fd, const std::string& abs_dir, const std::string
     const std::string repo_path = repo_rel + name;
 
     if (S_ISDIR(st.st_mode)) {
-      if (auto r = visit_directory(dir_fd, name, st, abs_dir, ws_path, ctx, repo_path, depth); !r) return r;
+      if (auto r = visit_directory(dir_fd, name, st, abs_dir, ws_path, ctx, repo_path, depth, secret_folder); !r) {
+        return r;
+      }
       continue;
     }
     if (!tracked(ctx, repo_path)) {
@@ -167,7 +174,10 @@ Result<void> Scanner::walk(int fd, const std::string& abs_dir, const std::string
       result.skipped.push_back({ws_path, special_file_reason(st.st_mode)});
       continue;
     }
-    if (secrets_.withheld(ws_path)) {
+    components_.push_back(std::string_view(ws_path).substr(ws_rel.size()));
+    const bool secret = secrets_.withheld_in(secret_folder, components_);
+    components_.pop_back();
+    if (secret) {
       result.withheld.push_back(ws_path);
       continue;
     }
@@ -186,7 +196,8 @@ Result<void> Scanner::walk(int fd, const std::string& abs_dir, const std::string
 
 Result<void> Scanner::visit_directory(int parent_fd, const char* name, const struct stat& st,
                                       const std::string& abs_dir, const std::string& ws_path, RepoContext& ctx,
-                                      const std::string& repo_path, int depth) {
+                                      const std::string& repo_path, int depth,
+                                      const SecretFilter::FolderMatches& secret_folder) {
   if (st.st_dev == store_.st_dev && st.st_ino == store_.st_ino) return {};  // lockroom's own store
   if (!tracked_under(ctx, repo_path)) {
     auto is_ignored = ignored(ctx, repo_path + "/");
@@ -203,11 +214,20 @@ Result<void> Scanner::visit_directory(int parent_fd, const char* name, const str
     return {};
   }
   const std::string abs = abs_dir + "/" + name;
+  const std::string ws_dir = ws_path + "/";
+  components_.push_back(std::string_view(ws_path).substr(ws_path.size() - std::strlen(name)));
+  const SecretFilter::FolderMatches sub_secret_folder = secrets_.enter_folder(secret_folder, components_);
+  Result<void> walked;
   struct stat dot_git {};
-  if (fstatat(sub_fd, ".git", &dot_git, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (auto nested = open_nested_repo(abs)) return walk(sub_fd, abs, ws_path + "/", *nested, "", depth + 1);
+  std::optional<RepoContext> nested;
+  if (fstatat(sub_fd, ".git", &dot_git, AT_SYMLINK_NOFOLLOW) == 0) nested = open_nested_repo(abs);
+  if (nested) {
+    walked = walk(sub_fd, abs, ws_dir, *nested, "", depth + 1, sub_secret_folder);
+  } else {
+    walked = walk(sub_fd, abs, ws_dir, ctx, repo_path + "/", depth + 1, sub_secret_folder);
   }
-  return walk(sub_fd, abs, ws_path + "/", ctx, repo_path + "/", depth + 1);
+  components_.pop_back();
+  return walked;
 }
 
 // The repository whose rules apply at the workspace root: the user's (found by searching upward,
@@ -261,7 +281,9 @@ Result<ScanResult> scan_workspace(const std::string& workspace, const std::strin
     return make_error(ErrorCode::kNotFound, "cannot open the workspace directory " + workspace + ": " + errno_text(errno));
   }
   Scanner scanner(secrets, store, max_entries);
-  if (auto r = scanner.walk(fd, workspace, "", *ctx, git.prefix, 0); !r) return r.error();
+  if (auto r = scanner.walk(fd, workspace, "", *ctx, git.prefix, 0, SecretFilter::FolderMatches{}); !r) {
+    return r.error();
+  }
 
   ScanResult out = std::move(scanner.result);
   out.git = std::move(git);

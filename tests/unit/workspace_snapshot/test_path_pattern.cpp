@@ -106,6 +106,49 @@ TEST_CASE("extra patterns add, allow patterns win, replace_defaults drops the ta
   CHECK(refused.error().message.find("\"!x\"") != std::string::npos);
 }
 
+namespace {
+// withheld_in() as the scanner uses it: the verdict carried down folder by folder.
+bool withheld_folder_by_folder(const SecretFilter& filter, const std::string& path) {
+  const auto components = split_path(path);
+  SecretFilter::FolderMatches folder;
+  std::vector<std::string_view> prefix;
+  for (std::size_t i = 0; i + 1 < components.size(); ++i) {
+    prefix.push_back(components[i]);
+    folder = filter.enter_folder(folder, prefix);
+  }
+  return filter.withheld_in(folder, components);
+}
+}  // namespace
+
+TEST_CASE("the folder-by-folder secret verdict is withheld()'s, for every kind of pattern") {
+  SecretPolicy policy;
+  policy.withhold = {"*.sqlite", "private/", "/top/", "deep/**/x.txt", "a/b", "/rooted.txt", "cache", "**/logs/*.log"};
+  policy.allow = {".env.example", "private/README.md", "open/", "keep/**", "public.key"};
+  SecretPolicy replaced = policy;
+  replaced.replace_defaults = true;
+  const std::vector<std::string> paths = {
+      ".env", "web/.env", "web/.env.example", "web/.env.local", "open/.env", "x/open/y/.env", "server.key",
+      "public.key", "keys/public.key", "id_rsa", ".ssh/id_rsa.pub", "id_rsa.pub/inner", ".aws/credentials",
+      "home/.aws/credentials", "aws/credentials", ".aws/credentials/inside", "db/app.sqlite", "app.sqlite/x",
+      "private", "private/notes.txt", "x/private/deep/b.txt", "private/README.md", "top", "top/a", "x/top/a",
+      "deep/x.txt", "deep/1/2/x.txt", "x/deep/y/x.txt", "a/b", "z/a/b", "a/b/c", "a/c", "rooted.txt",
+      "sub/rooted.txt", "cache", "cache/blob", "src/cache/blob", "logs/a.log", "x/logs/a.log", "x/logs/a.txt",
+      "keep/.env", "keep/a/server.pem", "README.md", "src/main.cpp", "terraform.tfstate.d/prod", "vault.gpg",
+      "service-account-ci.json", "x/service-account.json/y"};
+  for (const SecretPolicy* p : {&policy, &replaced}) {
+    auto filter = SecretFilter::compile(*p);
+    REQUIRE(filter.ok());
+    std::size_t withheld = 0;
+    for (const auto& path : paths) {
+      INFO(path << (p->replace_defaults ? " (defaults replaced)" : ""));
+      CHECK(withheld_folder_by_folder(*filter, path) == filter->withheld(path));
+      withheld += filter->withheld(path) ? 1 : 0;
+    }
+    CHECK(withheld > 10);  // both answers are exercised
+    CHECK(withheld < paths.size() - 10);
+  }
+}
+
 TEST_CASE("the single-file limit names the largest files and what to do") {
   std::vector<SizedPath> files = {{"small.txt", 10}, {"data/huge.bin", 300}, {"data/big.bin", 200}, {"ok.bin", 100}};
   SnapshotLimits limits;
