@@ -41,7 +41,15 @@ struct RunOptions {
   bool network = true;             // egress through the policy proxy (default allow list)
   std::vector<std::string> allow;  // extra hosts to allow: HOST or HOST:PORT
   std::vector<std::string> kits;   // names or kit files (kit_catalog.h)
+  std::vector<std::string> upstream_ca;  // PEM files of further CAs to trust for upstream HTTPS
 };
+
+// The manager's settings for this run: the machine's, plus the run's upstream CAs.
+core::ManagerConfig run_config(const RunOptions& options) {
+  core::ManagerConfig config = sandbox_config();
+  for (const auto& file : options.upstream_ca) config.upstream_ca_files.push_back(std::filesystem::absolute(file));
+  return config;
+}
 
 // Puts the terminal in raw mode for the life of the object.
 class RawTerminal {
@@ -79,7 +87,7 @@ void write_all(int fd, std::string_view bytes) {
 
 class RunSession final : public core::SandboxEvents {
  public:
-  RunSession(uv_loop_t* loop, RunOptions options) : RunSession(loop, std::move(options), sandbox_config()) {}
+  RunSession(uv_loop_t* loop, const RunOptions& options) : RunSession(loop, options, run_config(options)) {}
   // The sandbox also serves `lockroom diff` / `lockroom apply` from other processes while it runs.
   RunSession(uv_loop_t* loop, RunOptions options, core::ManagerConfig config)
       : loop_(loop), options_(std::move(options)), control_(loop, config.paths.state, *this), watch_(control_), manager_(loop, config, watch_) {
@@ -306,6 +314,9 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   auto no_network = std::make_shared<bool>(false);
   cmd->add_flag("--no-network", *no_network, "no way out at all (default: through lockroom's policy proxy)");
   cmd->add_option("--kit", options->kits, "give the sandbox this kit (repeatable): a name from `lockroom kit ls`, or a kit file")
+      ->allow_extra_args(false);
+  cmd->add_option("--upstream-ca", options->upstream_ca, "also trust the CAs in this PEM file for upstream HTTPS (e.g. a corporate CA; repeatable)")
+      ->check(CLI::ExistingFile)
       ->allow_extra_args(false);
   cmd->add_option("--allow", options->allow, "also allow HOST or HOST:PORT (repeatable); see protocol/network.md")
       ->allow_extra_args(false);

@@ -1,22 +1,14 @@
 // SandboxManager; see sandbox_manager.h.
 #include "server/core/sandbox_manager.h"
 
-#include "server/core/host_random.h"
-
-#include <sys/random.h>
 #include <unistd.h>
-
-#include <ctime>
-#include <mutex>
 
 #include <spdlog/spdlog.h>
 
 #include "server/common/uv_defer.h"
-#include "server/core/sandbox_registry.h"
 #include "server/common/uv_handle.h"
-#include "server/vm/host_tsc.h"
-#include "server/vm/image/image_builder.h"
-#include "server/vm/image/package_image.h"
+#include "server/core/host_random.h"
+#include "server/core/sandbox_registry.h"
 
 namespace lockroom::core {
 
@@ -31,61 +23,6 @@ constexpr std::size_t kMaxTombstones = 256;
 std::int64_t ms_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
 }
-
-
-// Builds (or finds) the guest image on libuv's thread pool; progress lines hop back to the loop.
-struct ImageJob {
-  uv_work_t work{};
-  uv_async_t* async = nullptr;
-  std::function<Result<vm::image::GuestImage>(const vm::image::Progress&)> build;  // runs on the worker
-  std::optional<Result<vm::image::GuestImage>> result;
-  std::mutex mutex;
-  std::vector<std::string> lines;
-  CreateProgress progress;
-  std::function<void(Result<vm::image::GuestImage>)> done;
-
-  void flush_lines() {
-    std::vector<std::string> pending;
-    {
-      std::lock_guard lock(mutex);
-      pending.swap(lines);
-    }
-    for (auto& line : pending) {
-      spdlog::info("image: {}", line);
-      if (progress) progress(line, 5);
-    }
-  }
-};
-
-void run_image_job(uv_loop_t* loop, ImageJob* job) {
-  job->async = new_handle<uv_async_t>(job);
-  uv_async_init(loop, job->async, [](uv_async_t* a) {
-    if (auto* job = static_cast<ImageJob*>(a->data)) job->flush_lines();
-  });
-  job->work.data = job;
-  uv_queue_work(
-      loop, &job->work,
-      [](uv_work_t* w) {
-        auto* job = static_cast<ImageJob*>(w->data);
-        job->result = job->build([job](const std::string& line) {
-          {
-            std::lock_guard lock(job->mutex);
-            job->lines.push_back(line);
-          }
-          uv_async_send(job->async);
-        });
-      },
-      [](uv_work_t* w, int) {
-        std::unique_ptr<ImageJob> job(static_cast<ImageJob*>(w->data));
-        job->flush_lines();
-        close_handle(job->async);
-        auto result = job->result ? std::move(*job->result)
-                                  : Result<vm::image::GuestImage>(make_error(ErrorCode::kInternal, "the image build did not run"));
-        job->done(std::move(result));
-      });
-}
-
-
 
 // Objects sent into a guest restored from a workspace template beyond which the template is
 // rebuilt (in the background) at the newer snapshot.
@@ -135,94 +72,6 @@ SandboxManager::SandboxManager(uv_loop_t* loop, ManagerConfig config, SandboxEve
 }
 
 SandboxManager::~SandboxManager() { *alive_ = false; }
-
-// --- image and templates --------------------------------------------------------------------
-
-void SandboxManager::ensure_image(CreateProgress progress, std::function<void(Result<vm::image::GuestImage>)> done) {
-  if (image_) return done(*image_);
-  if (!image_waiters_.join(std::move(done))) return;
-  auto* job = new ImageJob();
-  vm::image::ImageBuildOptions options;
-  options.cache = config_.paths.cache;
-  options.agent = config_.agent;
-  job->build = [options](const vm::image::Progress& p) { return vm::image::ensure_image(options, p); };
-  job->progress = std::move(progress);
-  auto alive = alive_;
-  job->done = [this, alive](Result<vm::image::GuestImage> r) {
-    if (!*alive) return;
-    if (r) image_ = *r;
-    image_waiters_.finish(r);
-  };
-  run_image_job(loop_, job);
-}
-
-vm::VmSpec SandboxManager::base_spec(const vm::image::GuestImage& image, const Resources& limits) const {
-  vm::VmSpec spec;
-  spec.state_root = config_.paths.state;
-  spec.qemu.accel = config_.accel;
-  spec.qemu.vcpus = limits.cpus;
-  spec.qemu.memory_mib = limits.memory_mib;
-  spec.qemu.kernel = image.kernel();
-  spec.qemu.initrd = image.initrd();
-  vm::KernelCmdlineOptions cmdline;
-  if (config_.accel == vm::Accel::kTcg) cmdline.tsc_khz = vm::host_tsc_khz();
-  spec.qemu.kernel_cmdline = vm::kernel_cmdline(cmdline);
-  spec.boot_timeout = config_.boot_timeout;
-  return spec;
-}
-
-// The default image, or the package image on top of it for the kits' Debian packages
-// (vm/image/package_image.h), built once per package set and process.
-void SandboxManager::ensure_image(const std::vector<std::string>& packages, CreateProgress progress,
-                                  std::function<void(Result<vm::image::GuestImage>)> done) {
-  if (packages.empty()) return ensure_image(std::move(progress), std::move(done));
-  std::string key;
-  for (const auto& p : packages) key += p + " ";
-  if (auto it = package_images_.find(key); it != package_images_.end()) return done(it->second);
-  if (!package_image_waiters_[key].join(std::move(done))) return;
-  auto alive = alive_;
-  ensure_image(progress, [this, alive, key, packages, progress](Result<vm::image::GuestImage> base) {
-    if (!*alive) return;
-    if (!base) return package_image_waiters_[key].finish(base);
-    auto* job = new ImageJob();
-    vm::image::PackageImageOptions options;
-    options.cache = config_.paths.cache;
-    options.packages = packages;
-    options.max_bytes = vm::image::max_package_bytes_from_env();
-    job->build = [base = *base, options](const vm::image::Progress& p) { return vm::image::ensure_package_image(base, options, p); };
-    job->progress = progress;
-    job->done = [this, alive, key](Result<vm::image::GuestImage> r) {
-      if (!*alive) return;
-      if (r) package_images_[key] = *r;
-      package_image_waiters_[key].finish(r);
-    };
-    run_image_job(loop_, job);
-  });
-}
-
-void SandboxManager::ensure_template(const Resources& limits, const std::vector<std::string>& packages, CreateProgress progress,
-                                     std::function<void(Result<BaseTemplate>)> done) {
-  auto alive = alive_;
-  ensure_image(packages, progress, [this, alive, limits, progress, done](Result<vm::image::GuestImage> image) {
-    if (!*alive) return;
-    if (!image) return done(image.error());
-    vm::VmSpec spec = base_spec(*image, limits);
-    // The template is ready when its agent answers hello; the link is then closed so the
-    // snapshot holds an agent waiting for a new host.
-    auto socket_deadline = config_.boot_timeout;
-    spec.readiness = [socket_deadline](vm::Vm& vm, std::function<void(Result<void>)> ready) {
-      connect_booting_guest(vm, std::chrono::steady_clock::now() + socket_deadline,
-                            [ready](Result<std::unique_ptr<GuestLink>> link) {
-                              if (!link) return ready(link.error());
-                              close_and_release(std::move(*link), [ready] { ready({}); });
-                            });
-    };
-    templates_->base(spec, image->manifest.hash, [progress, done](Result<BaseTemplate> base) {
-      if (base && base->booted && progress) progress("Booted a template guest (kept for later runs)", 50);
-      done(std::move(base));
-    });
-  });
-}
 
 // --- create ---------------------------------------------------------------------------------
 
@@ -366,6 +215,8 @@ void SandboxManager::finish_create(const std::string& id, std::unique_ptr<Sandbo
   };
   auto audit_log = config_.paths.state / "audit" / (id + ".jsonl");
   auto held = std::make_shared<std::unique_ptr<SandboxWorkspace>>(std::move(workspace));
+  // The CAs this lockroom trusts for upstream TLS (serve/run --upstream-ca), after the request's own.
+  network->upstream_ca_files.insert(network->upstream_ca_files.end(), config_.upstream_ca_files.begin(), config_.upstream_ca_files.end());
   SandboxNetwork::start(loop_, id, std::move(*network), audit_log, *agent, (*sandbox)->lifetime(), std::move(hooks),
                         [this, alive, id, held, result, started_at, audit_log, done](Result<std::unique_ptr<SandboxNetwork>> net) mutable {
                           if (!*alive) return;

@@ -38,7 +38,7 @@ struct Recorder final : core::SandboxEvents {
   // Approvals go to the scripted editor (editor_stub.h), through the editor face's own code.
   EditorStub* editor = nullptr;
   void approve_network(const std::string& id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) override {
-    if (!editor) return reply(egress::ApprovalAnswer::kDeny);
+    if (!editor) return reply(egress::ApprovalOutcome::not_asked(egress::NoAnswerReason::kNotDeclared));
     editor->ask(id, question, std::move(reply));
   }
   void process_exited(const std::string& pid, const core::ProcessExit& exit) override {
