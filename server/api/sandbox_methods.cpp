@@ -103,6 +103,7 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
       if (auto applied = core::apply_kit_plan(**plan, request); !applied) return reply.error(to_rpc_error(applied.error()));
     }
     core::finish_network(request);
+    request.caller_announces = true;  // after the kits' setup, right before the answer
     auto progress = std::make_shared<rpc::WorkDoneProgress>(*conn, params);
     progress->begin("Starting sandbox", 0);
     m->create(std::move(request),
@@ -117,7 +118,10 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
                   m->destroy(r->sandbox_id, [](Result<void>) {});  // nobody will use it
                   return;
                 }
-                if (!plan) return answer_created(reply, *progress, *r, nullptr);
+                if (!plan) {
+                  m->announce(r->sandbox_id);
+                  return answer_created(reply, *progress, *r, nullptr);
+                }
                 core::KitSetupHooks hooks;
                 hooks.step = [progress](const std::string& message) { progress->report(message, 95); };
                 bool has_workspace = r->workspace.has_value();
@@ -129,6 +133,7 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
                                         m->destroy(id, [](Result<void>) {});
                                         return reply.error(to_rpc_error(report.error()));
                                       }
+                                      m->announce(id);
                                       answer_created(reply, *progress, created, services_json(report->services));
                                     });
               });

@@ -82,7 +82,7 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
   auto started = Clock::now();
   auto timings = std::make_shared<CreateTimings>();
   auto alive = alive_;
-  done = announce_when_created(std::move(done));
+  done = announce_when_created(request.caller_announces, std::move(done));
 
   // The guest starts while the workspace is snapshotted; the two meet in join().
   struct Join {
@@ -474,15 +474,19 @@ void SandboxManager::forget(const std::string& sandbox_id) {
   sandboxes_.erase(it);
 }
 
-std::function<void(Result<CreateResult>)> SandboxManager::announce_when_created(std::function<void(Result<CreateResult>)> done) {
-  return [this, alive = alive_, done = std::move(done)](Result<CreateResult> result) {
-    if (*alive && result && unannounced_.erase(result->sandbox_id)) {
-      auto it = sandboxes_.find(result->sandbox_id);
-      if (it != sandboxes_.end() && it->second->state() == SandboxState::kReady)
-        events_.state_changed(result->sandbox_id, SandboxState::kReady, StopReason::kNone, "");
-    }
+std::function<void(Result<CreateResult>)> SandboxManager::announce_when_created(bool caller_announces,
+                                                                               std::function<void(Result<CreateResult>)> done) {
+  return [this, alive = alive_, caller_announces, done = std::move(done)](Result<CreateResult> result) {
+    if (*alive && result && !caller_announces) announce(result->sandbox_id);
     done(std::move(result));
   };
+}
+
+void SandboxManager::announce(const std::string& sandbox_id) {
+  if (!unannounced_.erase(sandbox_id)) return;
+  auto it = sandboxes_.find(sandbox_id);
+  if (it != sandboxes_.end() && it->second->state() == SandboxState::kReady)
+    events_.state_changed(sandbox_id, SandboxState::kReady, StopReason::kNone, "");
 }
 
 void SandboxManager::state_changed(const std::string& id, SandboxState state, StopReason reason, const std::string& message) {

@@ -57,6 +57,10 @@ struct CreateRequest {
   std::optional<WorkspaceRequest> workspace;  // a host folder to copy in at /workspace
   std::optional<NetworkRequest> network;      // egress through the policy proxy; none: no way out at all
   std::vector<std::string> packages{};        // Debian packages (from kits): the guest boots a package image
+  // The caller finishes the create itself (kits' setup) and then calls announce(): until then the
+  // sandbox's state changes are held back, so a create that fails in the caller's part, too,
+  // leaves no word of a sandbox the editor never got.
+  bool caller_announces = false;
 };
 
 struct CreateTimings {
@@ -112,6 +116,9 @@ class SandboxManager : private SandboxEvents {
   SandboxManager& operator=(const SandboxManager&) = delete;
 
   void create(CreateRequest request, CreateProgress progress, std::function<void(Result<CreateResult>)> done);
+  // Tells the world of a sandbox whose create had `caller_announces` (its current state, `ready`);
+  // its state changes are reported from then on.
+  void announce(const std::string& sandbox_id);
   void destroy(const std::string& sandbox_id, std::function<void(Result<void>)> done);
   std::vector<SandboxSummary> list() const;
 
@@ -183,7 +190,7 @@ class SandboxManager : private SandboxEvents {
   // that fails answers with its error; the editor never hears of an id it was not given), and a
   // successful create announces `ready` right before its answer.
   std::set<std::string> unannounced_;
-  std::function<void(Result<CreateResult>)> announce_when_created(std::function<void(Result<CreateResult>)> done);
+  std::function<void(Result<CreateResult>)> announce_when_created(bool caller_announces, std::function<void(Result<CreateResult>)> done);
   std::map<std::string, std::string> process_owner_;  // process id -> sandbox id
   std::uint64_t next_process_ = 1;
   bool shutting_down_ = false;

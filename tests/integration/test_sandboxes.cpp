@@ -53,6 +53,30 @@ TEST_CASE("the editor hears of a sandbox only once its create answered (ready ri
   CHECK(std::get<1>(heard[0]) == core::SandboxState::kReady);
   CHECK(states_at_answer == before + 1);  // `ready` came right before the answer
   CHECK(std::get<1>(heard.back()) == core::SandboxState::kGone);
+
+  // A create whose caller finishes it (the editor face runs the kits' setup first): nothing until
+  // announce(), and nothing at all when the caller gives up and destroys it instead.
+  auto held_create = [&] {
+    core::CreateRequest held;
+    held.caller_announces = true;
+    std::optional<Result<core::CreateResult>> r;
+    w.manager->create(held, nullptr, [&](Result<core::CreateResult> v) { r = std::move(v); });
+    w.run_until([&] { return r.has_value(); });
+    REQUIRE(r->ok());
+    return (*r)->sandbox_id;
+  };
+  std::size_t quiet = w.events.states.size();
+  std::string given_up = held_create();
+  w.destroy(given_up);
+  CHECK(w.events.states.size() == quiet);
+  std::string held = held_create();
+  CHECK(w.events.states.size() == quiet);
+  w.manager->announce(held);
+  REQUIRE(w.events.states.size() == quiet + 1);
+  CHECK(std::get<0>(w.events.states.back()) == held);
+  CHECK(std::get<1>(w.events.states.back()) == core::SandboxState::kReady);
+  w.destroy(held);
+  CHECK(w.events.reached(held, core::SandboxState::kGone));
 }
 
 TEST_CASE("two sandboxes restored from one template do not share random state", "[sandbox]") {
