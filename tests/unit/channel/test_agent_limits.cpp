@@ -9,8 +9,7 @@
 #include "guest/disk_limit.h"
 #include "guest/limit_episode.h"
 #include "guest/limit_watch.h"
-#include "tests/fakes/lying_agent.h"
-#include "tests/unit/channel/channel_harness.h"
+#include "tests/unit/channel/lying_world.h"
 
 using namespace lockroom;
 using namespace lockroom::testing;
@@ -24,35 +23,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A host GuestChannel + AgentClient facing a scripted agent that answers hello honestly.
-struct Scripted {
-  Loop loop;
-  std::unique_ptr<channel::GuestChannel> channel;
-  std::unique_ptr<LyingAgent> agent;
-  std::unique_ptr<channel::AgentClient> client;
-  std::optional<Error> failure;
-  bool ready = false;
-
+struct Scripted : LyingWorld {
   Scripted() {
-    int sv[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    agent = std::make_unique<LyingAgent>(loop.get(), sv[1]);
-    channel = std::make_unique<channel::GuestChannel>(loop.get(), channel::ChannelOptions{});
-    REQUIRE(channel->start(
-        sv[0], [this](Result<wire::HelloResult> r) { r ? void(ready = true) : void(failure = r.error()); },
-        [this](const Error& e) { failure = e; }));
-    REQUIRE(loop.run_until([&] { return ready || failure.has_value(); }));
+    wait_ready();
     REQUIRE(ready);
-    client = std::make_unique<channel::AgentClient>(*channel);
-  }
-  int finish() {
-    client.reset();
-    bool closed = false, agent_closed = false;
-    channel->close([&] { closed = true; });
-    agent->close([&] { agent_closed = true; });
-    loop.run_until([&] { return closed && agent_closed; }, 5s);
-    channel.reset();
-    agent.reset();
-    return loop.finish();
+    agent_client();
   }
 };
 

@@ -5,8 +5,7 @@
 
 #include <sys/socket.h>
 
-#include "tests/fakes/lying_agent.h"
-#include "tests/unit/channel/channel_harness.h"
+#include "tests/unit/channel/lying_world.h"
 
 using namespace lockroom;
 using namespace lockroom::testing;
@@ -15,25 +14,12 @@ using protocol::json;
 
 namespace {
 
-struct Liar {
-  Loop loop;
-  std::unique_ptr<channel::GuestChannel> channel;
-  std::unique_ptr<LyingAgent> agent;
-  std::unique_ptr<channel::AgentClient> client;
-  std::optional<Error> failure;
-  bool ready = false;
+struct Liar : LyingWorld {
   int connections = 0;
 
   Liar() {
-    int sv[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    agent = std::make_unique<LyingAgent>(loop.get(), sv[1]);
-    channel = std::make_unique<channel::GuestChannel>(loop.get());
-    REQUIRE(channel->start(sv[0], [this](Result<wire::HelloResult> r) { r ? void(ready = true) : void(failure = r.error()); },
-                           [this](const Error& e) { failure = e; }));
-    REQUIRE(loop.run_until([&] { return ready || failure; }));
-    client = std::make_unique<channel::AgentClient>(*channel);
-    client->on_connection([this](std::unique_ptr<channel::GuestConnection>) { connections++; });
+    wait_ready();
+    agent_client().on_connection([this](std::unique_ptr<channel::GuestConnection>) { connections++; });
   }
   // Enables networking; the script runs in place of the agent's answer.
   std::string run(LyingAgent::Script script) {
@@ -41,16 +27,6 @@ struct Liar {
     client->enable_network({}, [](Result<wire::NetEnableResult>) {});
     REQUIRE(loop.run_until([&] { return failure.has_value(); }, 10s));
     return failure->message;
-  }
-  int finish() {
-    client.reset();
-    bool closed = false, agent_closed = false;
-    channel->close([&] { closed = true; });
-    agent->close([&] { agent_closed = true; });
-    loop.run_until([&] { return closed && agent_closed; }, 5s);
-    channel.reset();
-    agent.reset();
-    return loop.finish();
   }
 };
 

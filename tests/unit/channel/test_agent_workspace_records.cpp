@@ -5,7 +5,7 @@
 
 #include "guest/workspace_index.h"
 #include "protocol/channel/base64.h"
-#include "tests/fakes/lying_agent.h"
+#include "tests/unit/channel/lying_world.h"
 #include "tests/unit/channel/agent_workspace_world.h"
 
 using namespace lockroom;
@@ -17,34 +17,10 @@ using protocol::json;
 namespace {
 
 // A GuestChannel and AgentClient facing the scripted LyingAgent.
-struct Liar {
-  Loop loop;
-  std::unique_ptr<channel::GuestChannel> channel;
-  std::unique_ptr<LyingAgent> agent;
-  std::unique_ptr<AgentClient> client;
-  std::optional<Error> failure;
-  bool ready = false;
-
+struct Liar : LyingWorld {
   Liar() {
-    int sv[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    agent = std::make_unique<LyingAgent>(loop.get(), sv[1]);
-    channel = std::make_unique<channel::GuestChannel>(loop.get());
-    REQUIRE(channel->start(
-        sv[0], [this](Result<wire::HelloResult> r) { r ? void(ready = true) : void(failure = r.error()); },
-        [this](const Error& e) { failure = e; }));
-    REQUIRE(loop.run_until([&] { return ready || failure; }));
-    client = std::make_unique<AgentClient>(*channel);
-  }
-  int finish() {
-    client.reset();
-    bool closed = false, agent_closed = false;
-    channel->close([&] { closed = true; });
-    agent->close([&] { agent_closed = true; });
-    loop.run_until([&] { return closed && agent_closed; }, 5s);
-    channel.reset();
-    agent.reset();
-    return loop.finish();
+    wait_ready();
+    agent_client();
   }
 };
 

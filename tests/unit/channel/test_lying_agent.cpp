@@ -6,8 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tests/fakes/lying_agent.h"
-#include "tests/unit/channel/channel_harness.h"
+#include "tests/unit/channel/lying_world.h"
 
 using namespace lockroom;
 using namespace lockroom::testing;
@@ -17,32 +16,9 @@ using protocol::json;
 namespace {
 
 // A GuestChannel connected to a LyingAgent; run() waits until the channel fails.
-struct Hostile {
-  Loop loop;
-  std::unique_ptr<channel::GuestChannel> channel;
-  std::unique_ptr<LyingAgent> agent;
-  std::unique_ptr<channel::AgentClient> client;  // made by agent_client(); never outlives the channel
-  std::optional<Error> failure;
-  bool ready = false;
+struct Hostile : LyingWorld {
+  using LyingWorld::LyingWorld;
 
-  explicit Hostile(channel::ChannelOptions options = {}) {
-    int sv[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    agent = std::make_unique<LyingAgent>(loop.get(), sv[1]);
-    channel = std::make_unique<channel::GuestChannel>(loop.get(), options);
-    REQUIRE(channel->start(
-        sv[0],
-        [this](Result<wire::HelloResult> r) {
-          if (r) {
-            ready = true;
-          } else {
-            failure = r.error();
-          }
-        },
-        [this](const Error& e) { failure = e; }));
-  }
-
-  void wait_ready() { REQUIRE(loop.run_until([&] { return ready || failure; })); }
 
   std::string run() {
     REQUIRE(loop.run_until([&] { return failure.has_value(); }, 10s));
@@ -58,21 +34,6 @@ struct Hostile {
     return outcome;
   }
 
-  channel::AgentClient& agent_client() {
-    client = std::make_unique<channel::AgentClient>(*channel);
-    return *client;
-  }
-
-  int finish() {
-    client.reset();
-    bool closed = false, agent_closed = false;
-    channel->close([&] { closed = true; });
-    agent->close([&] { agent_closed = true; });
-    loop.run_until([&] { return closed && agent_closed; }, 5s);
-    channel.reset();
-    agent.reset();
-    return loop.finish();
-  }
 };
 
 std::string u32(std::uint32_t v) {
