@@ -16,6 +16,7 @@
 #include "server/api/control_review.h"
 #include "server/vm/orphans.h"
 #include "tests/integration/sandbox_world.h"
+#include "tests/support/shell.h"
 
 using namespace lockroom;
 using namespace lockroom::testing;
@@ -23,23 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string sh(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  CHECK(pclose(p) == 0);
-  return out;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 

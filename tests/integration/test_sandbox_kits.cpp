@@ -5,24 +5,13 @@
 #include "server/core/kit_request.h"
 #include "server/core/kit_setup.h"
 #include "tests/integration/sandbox_world.h"
+#include "tests/support/kit_plan_of.h"
 
 using namespace lockroom;
 using namespace lockroom::testing;
 
 namespace {
 
-kits::KitPlan plan_of(const std::vector<std::string>& yamls) {
-  std::vector<kits::KitSpec> specs;
-  for (const auto& y : yamls) {
-    auto k = kits::parse_kit(y, "kit.yaml");
-    INFO((k ? "" : k.error().message));
-    REQUIRE(k);
-    specs.push_back(*k);
-  }
-  auto plan = kits::merge_kits(specs);
-  REQUIRE(plan);
-  return *plan;
-}
 
 struct SetupRun {
   std::optional<Result<core::KitSetupReport>> report;

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "tests/integration/sandbox_world.h"
+#include "tests/support/temp_dir.h"
 
 using namespace lockroom;
 using namespace lockroom::testing;
@@ -45,16 +46,8 @@ class LimitsManager final : public core::SandboxManager {
 // A folder with one file, so a sandbox gets a workspace and with it a handle on its agent: the
 // disk case sends limits.set itself until the manager sends limits_params() after every restore.
 struct SmallFolder {
-  fs::path dir;
-  SmallFolder() {
-    std::string tmpl = (fs::temp_directory_path() / "lockroom-limits-XXXXXX").string();
-    dir = mkdtemp(tmpl.data());
-    std::ofstream(dir / "README.md") << "limits\n";
-  }
-  ~SmallFolder() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+  TempDir tmp{"lockroom-limits"};
+  fs::path dir = tmp.write("README.md", "limits\n").parent_path();
 };
 
 struct LimitsWorld {

@@ -4,25 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include "server/core/kit_request.h"
+#include "tests/support/kit_plan_of.h"
 
 using namespace lockroom;
-
-namespace {
-
-kits::KitPlan plan_of(const std::vector<std::string>& yamls) {
-  std::vector<kits::KitSpec> specs;
-  for (const auto& y : yamls) {
-    auto k = kits::parse_kit(y, "kit.yaml");
-    INFO((k ? "" : k.error().message));
-    REQUIRE(k);
-    specs.push_back(*k);
-  }
-  auto plan = kits::merge_kits(specs);
-  REQUIRE(plan);
-  return *plan;
-}
-
-}  // namespace
+using lockroom::testing::plan_of;
 
 TEST_CASE("kit packages: accepted, merged with the request's into one sorted set", "[kits][packages]") {
   auto plan = plan_of({"name: py\npackages: [python3, jq]\n", "name: tools\nextends: py\npackages: [jq, curl]\n"});
