@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -96,5 +97,12 @@ std::shared_ptr<ProcessRun> start_process(AgentHarness& h, const protocol::chann
 std::shared_ptr<ProcessRun> run_process(AgentHarness& h, const protocol::channel::ProcessStartParams& params,
                                         std::chrono::milliseconds limit = 20s);
 protocol::channel::ProcessStartParams argv(std::vector<std::string> args);
+
+// Bytes from small integers, for hand-made frames and protocol bytes.
+inline std::string bytes(std::initializer_list<int> values) {
+  std::string s;
+  for (int v : values) s.push_back(static_cast<char>(v));
+  return s;
+}
 
 }  // namespace lockroom::testing

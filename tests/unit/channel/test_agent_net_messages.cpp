@@ -16,12 +16,6 @@ using protocol::json;
 
 namespace {
 
-std::string bytes(std::initializer_list<int> values) {
-  std::string s;
-  for (int v : values) s.push_back(static_cast<char>(v));
-  return s;
-}
-
 std::string socks_domain_request(const std::string& host, int port) {
   return bytes({5, 1, 0, 3, static_cast<int>(host.size())}) + host + bytes({port >> 8, port & 0xff});
 }

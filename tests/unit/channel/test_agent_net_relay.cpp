@@ -27,12 +27,6 @@ using protocol::json;
 
 namespace {
 
-std::string bytes(std::initializer_list<int> values) {
-  std::string s;
-  for (int v : values) s.push_back(static_cast<char>(v));
-  return s;
-}
-
 // A program in the guest: a non-blocking TCP client of one of the agent's ports.
 struct Client {
   int fd = -1;
