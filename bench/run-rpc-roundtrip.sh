@@ -26,9 +26,8 @@
 #                      too, nothing is built
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build_dir=${BUILD_DIR:-$root/build}
-jobs=${JOBS:-2}
+# shellcheck source-path=SCRIPTDIR source=common/preamble.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common/preamble.sh"
 node_bin=${NODE:-node}
 peer_dir=$root/bench/rpc_roundtrip/node-peer
 target_ratio=3
@@ -63,26 +62,13 @@ say() { printf '%s\n' "$*" >&2; }
 targets=()
 [[ -z ${LOCKROOM:-} ]] && targets+=(lockroom)
 [[ -z ${DRIVER:-} ]] && targets+=(lockroom-bench-rpc)
-if [[ ${#targets[@]} -gt 0 ]]; then
-  if [[ ! -f $build_dir/CMakeCache.txt ]]; then
-    if [[ $build_dir == "$root/build" ]]; then
-      (cd "$root" && cmake --preset default >&2)
-    else
-      cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
-    fi
-  fi
-  cmake --build "$build_dir" --target "${targets[@]}" -j "$jobs" >&2
-fi
+[[ ${#targets[@]} -gt 0 ]] && bench_build "${targets[@]}"
 lockroom=${LOCKROOM:-$build_dir/bin/lockroom}
 driver=${DRIVER:-$build_dir/bin/lockroom-bench-rpc}
-build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
 if [[ -n ${LOCKROOM:-} ]]; then
   build_type="binary given in LOCKROOM"
 else
-  case $build_type in
-    Release | RelWithDebInfo) ;;
-    *) say "warning: $build_dir is a '${build_type:-unset}' build; numbers from an unoptimised server mean little" ;;
-  esac
+  build_type=$(bench_build_type)
 fi
 
 # --- the Node peer -------------------------------------------------------------------------------

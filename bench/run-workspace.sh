@@ -12,9 +12,8 @@
 #   JOBS             parallel build jobs (default: 2)
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build_dir=${BUILD_DIR:-$root/build}
-jobs=${JOBS:-2}
+# shellcheck source-path=SCRIPTDIR source=common/preamble.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common/preamble.sh"
 
 opts=()
 if [[ ${1:-} == --quick ]]; then
@@ -23,19 +22,8 @@ if [[ ${1:-} == --quick ]]; then
 fi
 opts+=("$@")
 
-if [[ ! -f $build_dir/CMakeCache.txt ]]; then
-  if [[ $build_dir == "$root/build" ]]; then
-    (cd "$root" && cmake --preset default >&2)
-  else
-    cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKROOM_BENCH=ON >&2
-  fi
-fi
-cmake --build "$build_dir" --target lockroom-bench-workspace -j "$jobs" >&2
-build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
-case $build_type in
-  Release | RelWithDebInfo) ;;
-  *) printf 'warning: %s is a %s build; numbers from an unoptimised build mean little\n' "$build_dir" "${build_type:-unset}" >&2 ;;
-esac
+bench_build lockroom-bench-workspace
+build_type=$(bench_build_type)
 
 echo "lockroom-bench-workspace ($build_type); $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 exec "$build_dir/bin/lockroom-bench-workspace" "${opts[@]}"
