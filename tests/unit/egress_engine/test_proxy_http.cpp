@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "server/egress/policy/audit.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/egress_engine/engine_test_support.h"
 
 using namespace lockroom::egress;
@@ -28,16 +29,6 @@ ProxyOptions options_allowing_loopback() {
   return options;
 }
 
-struct TempDir {
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "lockroom-engine-test-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()));
-    path = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::filesystem::path path;
-};
-
 }  // namespace
 
 TEST_CASE("an allowed GET is relayed and audited with status and bytes", "[proxy][http]") {
@@ -45,7 +36,7 @@ TEST_CASE("an allowed GET is relayed and audited with status and bytes", "[proxy
   REQUIRE(server);
   TempDir dir;
   ProxyOptions options = options_allowing_loopback();
-  options.audit_log = dir.path / "audit.jsonl";
+  options.audit_log = dir.path() / "audit.jsonl";
   ProxyHarness harness(std::move(options));
   HttpAnswer answer;
   harness.run_http([&](int fd) {
@@ -73,7 +64,7 @@ TEST_CASE("an allowed GET is relayed and audited with status and bytes", "[proxy
   CHECK(record.bytes_down == answer.head.size() + answer.body.size());
   CHECK(record.sandbox == "sb-test");
 
-  std::ifstream log(dir.path / "audit.jsonl");
+  std::ifstream log(dir.path() / "audit.jsonl");
   std::string line;
   REQUIRE(std::getline(log, line));
   auto parsed = parse_audit_line(line);

@@ -8,10 +8,10 @@
 #include <sstream>
 
 #include "server/egress/policy/audit.h"
-#include "tests/unit/egress_policy/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 using namespace lockroom::egress;
-using lockroom::egress::testing::TempDir;
+using lockroom::testing::TempDir;
 
 namespace {
 AuditRecord sample() {

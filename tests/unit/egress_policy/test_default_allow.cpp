@@ -5,10 +5,10 @@
 #include <algorithm>
 
 #include "server/egress/policy/default_allow.h"
-#include "tests/unit/egress_policy/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 using namespace lockroom::egress;
-using lockroom::egress::testing::TempDir;
+using lockroom::testing::TempDir;
 
 namespace {
 

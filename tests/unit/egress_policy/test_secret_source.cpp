@@ -6,10 +6,10 @@
 #include <cstdlib>
 
 #include "server/egress/policy/secret_source.h"
-#include "tests/unit/egress_policy/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 using namespace lockroom::egress;
-using lockroom::egress::testing::TempDir;
+using lockroom::testing::TempDir;
 
 namespace {
 Secret secret_from(const json& from) {

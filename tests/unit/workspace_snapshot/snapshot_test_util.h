@@ -1,5 +1,6 @@
-// Helpers for the snapshot tests: temp directories, real git repositories made with libgit2,
-// reading a snapshot's tree back, and fingerprints of a directory to prove nothing changed.
+// Helpers for the snapshot tests: real git repositories made with libgit2, reading a snapshot's
+// tree back, and fingerprints of a directory to prove nothing changed (temp directories are
+// tests/support/temp_dir.h's TempDir).
 // libgit2's global and system config are pointed at an empty temp directory, so the machine's
 // own ~/.gitconfig (excludes, templates) never leaks into a test.
 #pragma once
@@ -15,39 +16,20 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <sstream>
 #include <string>
 
 #include "server/workspace/git_util.h"
 #include "server/workspace/snapshot/snapshot.h"
 #include "server/workspace/snapshot/snapshot_store.h"
+#include "tests/support/temp_dir.h"
 
 namespace snaptest {
 
 namespace fs = std::filesystem;
 using namespace lockroom::workspace;
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/lockroom-snap-XXXXXX";
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path_ = fs::canonical(tmpl).string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
-};
+using lockroom::testing::TempDir;
 
 // Points libgit2's global, XDG and system config search paths at `dir` (empty unless a test
 // writes a .gitconfig there); the first call uses a process-wide empty directory.
@@ -58,20 +40,9 @@ inline void set_git_config_home(const std::string& dir) {
 }
 
 inline void isolate_git_config() {
-  static std::once_flag once;
-  static std::string empty_home;
-  std::call_once(once, [] {
-    ensure_libgit2();
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/lockroom-snap-home-XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr) std::abort();
-    empty_home = tmpl;
-    std::atexit([] {
-      std::error_code ec;
-      fs::remove_all(empty_home, ec);
-    });
-  });
-  set_git_config_home(empty_home);
+  ensure_libgit2();
+  static const TempDir empty_home{"lockroom-snap-home"};  // removed when the process exits
+  set_git_config_home(empty_home.path());
 }
 
 // Every test binary that includes this header starts with the machine's git config shut out.

@@ -58,7 +58,7 @@ TEST_CASE("tracked files as in the working tree, untracked unless ignored, delet
 
 TEST_CASE("the user's global excludes file is honoured, in a repository and outside one") {
   TempDir ws, plain, store, store2, home;
-  write_file(home / ".gitconfig", "[core]\n\texcludesFile = " + (home / "global-ignore") + "\n");
+  write_file(home / ".gitconfig", "[core]\n\texcludesFile = " + (home / "global-ignore").string() + "\n");
   write_file(home / "global-ignore", "*.swp\n.idea/\n");
   TestRepo repo(ws.path());  // isolates first, then this test points the global config at `home`
   set_git_config_home(home.path());

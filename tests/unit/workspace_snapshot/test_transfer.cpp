@@ -196,7 +196,7 @@ TEST_CASE("the packfile is accepted by git index-pack --stdin, as the guest runs
     write_file(guest / "pack", pack_of(repo.get(), *ids));
     const std::string bare = guest / "repo.git";
     const std::string cmd = "git init -q --bare '" + bare + "' && git -C '" + bare + "' index-pack --stdin < '" +
-                            (guest / "pack") + "' >/dev/null && git -C '" + bare + "' archive " + r.commit_id +
+                            (guest / "pack").string() + "' >/dev/null && git -C '" + bare + "' archive " + r.commit_id +
                             " >/dev/null";
     CHECK(std::system(cmd.c_str()) == 0);
   }
@@ -280,8 +280,8 @@ TEST_CASE("a first transfer of a store with a large file: the store's pack as it
   write_file(guest / "1.pack", store_pack);
   write_file(guest / "2.pack", rest_pack);
   const std::string bare = guest / "repo.git";
-  const std::string cmd = "git init -q --bare '" + bare + "' && git -C '" + bare + "' index-pack --stdin --fix-thin < '" + (guest / "1.pack") +
-                          "' >/dev/null && git -C '" + bare + "' index-pack --stdin --fix-thin < '" + (guest / "2.pack") +
+  const std::string cmd = "git init -q --bare '" + bare + "' && git -C '" + bare + "' index-pack --stdin --fix-thin < '" + (guest / "1.pack").string() +
+                          "' >/dev/null && git -C '" + bare + "' index-pack --stdin --fix-thin < '" + (guest / "2.pack").string() +
                           "' >/dev/null && git -C '" + bare + "' fsck --no-progress --no-dangling " + r.commit_id + " && git -C '" + bare + "' archive " +
                           r.commit_id + " >/dev/null";
   CHECK(std::system(cmd.c_str()) == 0);
