@@ -1,6 +1,7 @@
 // changes/apply as a branch in the user's repository (see apply_branch.h).
 #include "server/workspace/review/apply_branch.h"
 
+#include <optional>
 #include <set>
 
 #include "server/workspace/review/object_copy.h"
@@ -60,6 +61,36 @@ Result<std::vector<std::string>> conflict_paths(git_index* index) {
   return std::vector<std::string>(paths.begin(), paths.end());
 }
 
+// The submodule of `head` that holds `path` (a gitlink at the path or at a folder above it), if any.
+std::optional<std::string> submodule_holding(git_tree* head, const std::string& path) {
+  for (std::size_t end = path.find('/');; end = path.find('/', end + 1)) {
+    std::string prefix = path.substr(0, end);
+    git_tree_entry* raw = nullptr;
+    if (git_tree_entry_bypath(&raw, head, prefix.c_str()) != 0) return std::nullopt;
+    bool gitlink = git_tree_entry_filemode(raw) == GIT_FILEMODE_COMMIT;
+    git_tree_entry_free(raw);
+    if (gitlink) return prefix;
+    if (end == std::string::npos) return std::nullopt;
+  }
+}
+
+// Changes inside a submodule of HEAD stay out of the branch: there the snapshot holds the
+// submodule's checked-out files, but this repository's commit can only hold the gitlink.
+void refuse_inside_submodules(git_tree* head, ResolvedSelection& resolved) {
+  std::vector<PlannedChange> kept;
+  for (PlannedChange& change : resolved.changes) {
+    auto holder = submodule_holding(head, change.change.path);
+    if (!holder && change.change.old_path != change.change.path) holder = submodule_holding(head, change.change.old_path);
+    if (!holder) {
+      kept.push_back(std::move(change));
+      continue;
+    }
+    resolved.refused.push_back({change.change.path, "it is inside the submodule " + printable(*holder) +
+                                                        ", which a commit of this repository cannot change; apply it to the worktree"});
+  }
+  resolved.changes = std::move(kept);
+}
+
 Result<SignaturePtr> signature_for(git_repository* repo) {
   git_signature* raw = nullptr;
   if (git_signature_default(&raw, repo) == 0) return SignaturePtr(raw);
@@ -100,6 +131,21 @@ Result<BranchOutcome> apply_branch(git_repository* store, const git_oid& base_tr
   if (!changes) return changes.error();
   auto resolved = resolve_selection(*changes, selection);
   if (!resolved) return resolved.error();
+
+  CommitPtr parent;
+  if (!git_oid_is_zero(&request.head_at_snapshot)) {
+    git_commit* raw_commit = nullptr;
+    if (int rc = git_commit_lookup(&raw_commit, repo.get(), &request.head_at_snapshot); rc < 0) {
+      return git_failure(ErrorCode::kNotFound, "the snapshot's HEAD commit " + oid_hex(request.head_at_snapshot) +
+                                                   " is not in " + request.repo_path, rc);
+    }
+    parent.reset(raw_commit);
+    git_tree* raw_head_tree = nullptr;
+    if (int rc = git_commit_tree(&raw_head_tree, parent.get()); rc < 0)
+      return git_failure(ErrorCode::kNotFound, "the tree of the snapshot's HEAD commit is not in " + request.repo_path, rc);
+    TreePtr head_tree(raw_head_tree);
+    refuse_inside_submodules(head_tree.get(), *resolved);
+  }
   outcome.refused = resolved->refused;
   git_oid theirs = result_tree;
   if (!selection.everything || !resolved->refused.empty()) {
@@ -108,15 +154,8 @@ Result<BranchOutcome> apply_branch(git_repository* store, const git_oid& base_tr
     theirs = *tree;
   }
 
-  CommitPtr parent;
   git_oid final_tree = theirs;
-  if (!git_oid_is_zero(&request.head_at_snapshot)) {
-    git_commit* raw_commit = nullptr;
-    if (int rc = git_commit_lookup(&raw_commit, repo.get(), &request.head_at_snapshot); rc < 0) {
-      return git_failure(ErrorCode::kNotFound, "the snapshot's HEAD commit " + oid_hex(request.head_at_snapshot) +
-                                                   " is not in " + request.repo_path, rc);
-    }
-    parent.reset(raw_commit);
+  if (parent) {
     const git_oid* head_tree = git_commit_tree_id(parent.get());
     if (!oid_equal(*head_tree, base_tree)) {
       // The worktree differed from HEAD: carry only the sandbox's changes onto HEAD's tree.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <thread>
 
 #include "server/workspace/review/path_rules.h"
 #include "server/workspace/review/review_git.h"
@@ -49,76 +51,116 @@ const char* status_name(ChangeStatus status) {
   return "modified";
 }
 
-Result<Changes> Changes::compute(git_repository* store, const git_oid& base_tree, const git_oid& result_tree,
-                                 const ChangesOptions& options) {
-  ensure_libgit2();
+namespace {
+
+// The base → result diff with renames found, as every Changes query sees it.
+Result<DiffPtr> tree_diff(git_repository* store, const git_oid& base_tree, const git_oid& result_tree, std::uint32_t flags,
+                          std::uint32_t context_lines) {
   auto base = lookup_tree(store, base_tree, "base");
   if (!base) return base.error();
   auto result = lookup_tree(store, result_tree, "result");
   if (!result) return result.error();
-
   git_diff_options diff_options = GIT_DIFF_OPTIONS_INIT;
-  diff_options.flags = GIT_DIFF_INCLUDE_TYPECHANGE;
-  diff_options.context_lines = options.context_lines;
+  diff_options.flags = flags;
+  diff_options.context_lines = context_lines;
+  diff_options.id_abbrev = (flags & GIT_DIFF_SHOW_BINARY) ? GIT_OID_HEXSZ : 0;
   git_diff* raw = nullptr;
   if (int rc = git_diff_tree_to_tree(&raw, store, base->get(), result->get(), &diff_options); rc < 0) {
     return make_error(ErrorCode::kInternal, git_error_text("cannot diff the base and result trees", rc));
   }
-  Changes changes;
-  changes.diff_.reset(raw);
+  DiffPtr diff(raw);
   git_diff_find_options find = GIT_DIFF_FIND_OPTIONS_INIT;
   find.flags = GIT_DIFF_FIND_RENAMES;
-  if (int rc = git_diff_find_similar(changes.diff_.get(), &find); rc < 0) {
+  if (int rc = git_diff_find_similar(diff.get(), &find); rc < 0) {
     return make_error(ErrorCode::kInternal, git_error_text("cannot detect renames", rc));
   }
+  return diff;
+}
+
+// One delta's summary and patch (kept while `kept_bytes` stays within `keep_up_to`).
+Result<std::pair<FileChange, PatchPtr>> describe_delta(git_diff* diff, std::size_t index, std::uint64_t& kept_bytes,
+                                                       std::uint64_t keep_up_to) {
+  auto patch = patch_of(diff, index);
+  if (!patch) return patch.error();
+  const git_diff_delta* delta = git_patch_get_delta(patch->get());
+  FileChange file;
+  file.status = status_of(delta->status);
+  bool has_old = delta->status != GIT_DELTA_ADDED;
+  bool has_new = delta->status != GIT_DELTA_DELETED;
+  file.path = has_new ? delta->new_file.path : delta->old_file.path;
+  file.old_path = has_old ? delta->old_file.path : delta->new_file.path;
+  file.binary = (delta->flags & GIT_DIFF_FLAG_BINARY) != 0;
+  if (has_old) { file.old_mode = delta->old_file.mode; file.old_id = delta->old_file.id; }
+  if (has_new) { file.new_mode = delta->new_file.mode; file.new_id = delta->new_file.id; }
+  std::size_t context = 0, added = 0, removed = 0;
+  git_patch_line_stats(&context, &added, &removed, patch->get());
+  file.added_lines = added;
+  file.removed_lines = removed;
+  kept_bytes += delta->old_file.size + delta->new_file.size;
+  return std::make_pair(std::move(file), kept_bytes <= keep_up_to ? std::move(*patch) : PatchPtr());
+}
+
+constexpr std::size_t kParallelFrom = 16;  // deltas; fewer are not worth a second thread
+
+}  // namespace
+
+Result<Changes> Changes::compute(git_repository* store, const git_oid& base_tree, const git_oid& result_tree,
+                                 const ChangesOptions& options) {
+  ensure_libgit2();
+  auto diff = tree_diff(store, base_tree, result_tree, GIT_DIFF_INCLUDE_TYPECHANGE, options.context_lines);
+  if (!diff) return diff.error();
+  Changes changes;
+  changes.diff_ = std::move(*diff);
   changes.store_ = store;
   changes.base_tree_ = base_tree;
   changes.result_tree_ = result_tree;
   changes.options_ = options;
 
+  // The patches (most of the time: reading blobs, diffing lines) are made on two threads when
+  // there are many: the second half from a second, identical diff of its own (a git_diff is not
+  // safe to share between threads; its deltas come in the same order).
   std::size_t count = git_diff_num_deltas(changes.diff_.get());
-  std::uint64_t kept_bytes = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    auto patch = patch_of(changes.diff_.get(), i);
-    if (!patch) return patch.error();
-    const git_diff_delta* delta = git_patch_get_delta(patch->get());
-    FileChange file;
-    file.status = status_of(delta->status);
-    bool has_old = delta->status != GIT_DELTA_ADDED;
-    bool has_new = delta->status != GIT_DELTA_DELETED;
-    file.path = has_new ? delta->new_file.path : delta->old_file.path;
-    file.old_path = has_old ? delta->old_file.path : delta->new_file.path;
-    file.binary = (delta->flags & GIT_DIFF_FLAG_BINARY) != 0;
-    if (has_old) { file.old_mode = delta->old_file.mode; file.old_id = delta->old_file.id; }
-    if (has_new) { file.new_mode = delta->new_file.mode; file.new_id = delta->new_file.id; }
-    std::size_t context = 0, added = 0, removed = 0;
-    git_patch_line_stats(&context, &added, &removed, patch->get());
-    file.added_lines = added;
-    file.removed_lines = removed;
-    // Kept for diff(), which would compute the same patch again, while they stay small.
-    kept_bytes += delta->old_file.size + delta->new_file.size;
-    changes.patches_.push_back(kept_bytes <= kMaxKeptPatchBytes ? std::move(*patch) : PatchPtr());
-    changes.files_.push_back(std::move(file));
-    changes.delta_of_.push_back(i);
+  std::size_t split = count >= kParallelFrom && std::thread::hardware_concurrency() > 1 ? count / 2 : count;
+  std::vector<std::pair<FileChange, PatchPtr>> described(count);
+  std::optional<Error> second_failed;
+  std::thread second;
+  if (split < count) {
+    second = std::thread([&] {
+      auto own = tree_diff(store, base_tree, result_tree, GIT_DIFF_INCLUDE_TYPECHANGE, options.context_lines);
+      if (!own) return void(second_failed = own.error());
+      if (git_diff_num_deltas(own->get()) != count)
+        return void(second_failed = make_error(ErrorCode::kInternal, "the same two trees gave two different diffs"));
+      std::uint64_t kept = 0;
+      for (std::size_t i = split; i < count; ++i) {
+        auto one = describe_delta(own->get(), i, kept, kMaxKeptPatchBytes / 2);
+        if (!one) return void(second_failed = one.error());
+        described[i] = std::move(*one);
+      }
+    });
   }
-  std::vector<std::size_t> order(changes.files_.size());
+  std::optional<Error> first_failed;
+  std::uint64_t kept = 0;
+  for (std::size_t i = 0; i < split && !first_failed; ++i) {
+    auto one = describe_delta(changes.diff_.get(), i, kept, split < count ? kMaxKeptPatchBytes / 2 : kMaxKeptPatchBytes);
+    if (!one) first_failed = one.error();
+    else described[i] = std::move(*one);
+  }
+  if (second.joinable()) second.join();
+  if (first_failed) return *first_failed;
+  if (second_failed) return *second_failed;
+
+  std::vector<std::size_t> order(count);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const FileChange& x = changes.files_[a];
-    const FileChange& y = changes.files_[b];
+    const FileChange& x = described[a].first;
+    const FileChange& y = described[b].first;
     return x.path != y.path ? x.path < y.path : x.old_path < y.old_path;
   });
-  std::vector<FileChange> files;
-  std::vector<std::size_t> delta_of;
-  std::vector<PatchPtr> patches;
   for (std::size_t i : order) {
-    files.push_back(std::move(changes.files_[i]));
-    delta_of.push_back(changes.delta_of_[i]);
-    patches.push_back(std::move(changes.patches_[i]));
+    changes.files_.push_back(std::move(described[i].first));
+    changes.patches_.push_back(std::move(described[i].second));
+    changes.delta_of_.push_back(i);
   }
-  changes.files_ = std::move(files);
-  changes.delta_of_ = std::move(delta_of);
-  changes.patches_ = std::move(patches);
   return changes;
 }
 
@@ -184,6 +226,33 @@ Result<std::vector<FileDiff>> Changes::diff_all() const {
     all.push_back(std::move(*one));
   }
   return all;
+}
+
+Result<std::string> Changes::patch_for_git_apply() const {
+  // Without GIT_DIFF_INCLUDE_TYPECHANGE a type change is a removal and an addition, as git writes it.
+  auto made = tree_diff(store_, base_tree_, result_tree_, GIT_DIFF_SHOW_BINARY, options_.context_lines);
+  if (!made) return made.error();
+  DiffPtr diff = std::move(*made);
+  // libgit2 writes a type change's addition before its removal; git apply needs the removal first.
+  std::size_t count = git_diff_num_deltas(diff.get());
+  std::vector<std::size_t> order(count);
+  std::iota(order.begin(), order.end(), 0);
+  for (std::size_t i = 0; i + 1 < count; ++i) {
+    const git_diff_delta* a = git_diff_get_delta(diff.get(), order[i]);
+    const git_diff_delta* b = git_diff_get_delta(diff.get(), order[i + 1]);
+    if (a->status == GIT_DELTA_ADDED && b->status == GIT_DELTA_DELETED && std::string_view(a->new_file.path) == b->old_file.path)
+      std::swap(order[i], order[i + 1]);
+  }
+  std::string out;
+  for (std::size_t i : order) {
+    auto patch = patch_of(diff.get(), i);
+    if (!patch) return patch.error();
+    OwnedBuf text;
+    if (int rc = git_patch_to_buf(&text.buf, patch->get()); rc < 0)
+      return make_error(ErrorCode::kInternal, git_error_text("cannot print the patch", rc));
+    out += text.view();
+  }
+  return out;
 }
 
 Result<FileDiff> Changes::diff(std::string_view path) const {

@@ -5,7 +5,8 @@
 // patch) and changes/content (one file's base or current bytes, bounded). Renames are detected
 // with libgit2's similarity search; order is by path, so every call answers the same way.
 // compute() keeps the patches it made for the line counts (up to kMaxKeptPatchBytes of blob
-// content), so diff() does not compute them again. Blocking libgit2 reads: use from a worker thread. A Changes borrows the store, which must
+// content), so diff() does not compute them again; with many files it makes them on two threads.
+// Blocking libgit2 reads: use from a worker thread. A Changes borrows the store, which must
 // outlive it; it is not safe to use one Changes from two threads at once.
 #pragma once
 
@@ -68,6 +69,9 @@ class Changes {
   const FileChange* find(std::string_view path) const;
 
   Result<std::vector<FileDiff>> diff_all() const;
+  // Every change as one patch that `git apply` takes: binary files as binary patches, full blob
+  // ids in the index lines (diff() shows "Binary files differ" and short ids, as git diff does).
+  Result<std::string> patch_for_git_apply() const;
   Result<FileDiff> diff(std::string_view path) const;
 
   // `path` as it is in the base or the result tree (any file there, changed or not).

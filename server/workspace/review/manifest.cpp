@@ -120,8 +120,12 @@ Result<Manifest> validate_raw(std::vector<RawEntry> raws, const ManifestLimits& 
   }
 
   for (std::size_t i = 0; i < raws.size(); ++i) {
-    if (refused[i]) manifest.refused.push_back({display_name(raws[i]), reasons[i]});
+    if (!refused[i]) continue;
+    manifest.refused.push_back({display_name(raws[i]), reasons[i]});
+    if (raws[i].has_path && !path_problem(raws[i].entry.path)) manifest.refused_paths.push_back(raws[i].entry.path);
   }
+  std::sort(manifest.refused_paths.begin(), manifest.refused_paths.end());
+  manifest.refused_paths.erase(std::unique(manifest.refused_paths.begin(), manifest.refused_paths.end()), manifest.refused_paths.end());
   for (std::size_t i : order) {
     if (refused[i]) continue;
     ManifestFile file;

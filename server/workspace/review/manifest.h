@@ -59,6 +59,10 @@ struct Manifest {
   std::vector<ManifestFile> files;     // sorted by path (byte order), no duplicates
   std::vector<EntryRefusal> refused;   // in the order the guest sent them
   std::uint64_t total_bytes = 0;       // sum of the accepted files' sizes
+  // The exact paths of refused entries whose names are acceptable (refused for their mode, id,
+  // size, or a clash with another entry), sorted and unique: the review keeps the snapshot's
+  // version of each (keep_base_versions in keep_base.h), so a refusal never reads as a deletion.
+  std::vector<std::string> refused_paths;
   bool guest_misbehaved() const { return !refused.empty(); }
 };
 

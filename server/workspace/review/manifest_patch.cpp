@@ -2,6 +2,7 @@
 #include "server/workspace/review/manifest_patch.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "server/workspace/review/path_rules.h"
 
@@ -46,6 +47,7 @@ Result<Manifest> apply_partial_manifest(const Manifest& previous, std::vector<Ma
   auto checked = validate_manifest(std::move(upserts), per_entry);
   if (!checked) return checked.error();
   for (auto& r : checked->refused) out.refused.push_back(std::move(r));
+  out.refused_paths = std::move(checked->refused_paths);
   // A refused record's path is gone from the view, as it would be from a full manifest.
   std::vector<std::string> dropped = std::move(removals);
   for (const auto& p : upsert_paths)
@@ -92,6 +94,9 @@ Result<Manifest> apply_partial_manifest(const Manifest& previous, std::vector<Ma
   }
   if (!conflicting.empty()) {
     std::sort(conflicting.begin(), conflicting.end());
+    std::vector<std::string> refused_paths;
+    std::set_union(out.refused_paths.begin(), out.refused_paths.end(), conflicting.begin(), conflicting.end(), std::back_inserter(refused_paths));
+    out.refused_paths = std::move(refused_paths);
     std::erase_if(merged, [&](const ManifestFile& f) { return std::binary_search(conflicting.begin(), conflicting.end(), f.path); });
   }
 

@@ -86,7 +86,6 @@ std::optional<std::string> path_problem(std::string_view path) {
   if (path.front() == '/') return "the path is absolute; paths must be relative to the workspace";
   for (std::size_t i = 0; i < path.size();) {
     auto c = static_cast<unsigned char>(path[i]);
-    if (c == '\\') return "the path contains a backslash";
     if (c == 0) return "the path contains a NUL byte";
     if (c < 0x20 || c == 0x7F) return "the path contains a control character";
     std::size_t len = utf8_sequence_length(path, i);

@@ -3,6 +3,8 @@
 // Called by manifest validation (every path the guest reports), by apply (every path before it is
 // touched, again, as defence in depth) and by apply when it considers creating a symlink.
 // The rules follow git's own verify_path (including the NTFS and HFS spellings of ".git").
+// The snapshot leaves out host files whose names these rules refuse (workspace_scan.h), so a
+// well-behaved guest only ever lists names that pass.
 #pragma once
 
 #include <cstddef>
@@ -16,9 +18,12 @@ inline constexpr std::size_t kMaxPathBytes = 4096;
 inline constexpr std::size_t kMaxComponentBytes = 255;
 
 // Why `path` is not an acceptable workspace-relative file path, or nullopt when it is.
-// Refused: empty; absolute; longer than kMaxPathBytes; a backslash, NUL or control character;
-// not valid UTF-8; an empty, "." or ".." component; a component longer than kMaxComponentBytes;
-// a component that is ".git" in any spelling a filesystem may treat as ".git" (see is_dotgit).
+// Refused: empty; absolute; longer than kMaxPathBytes; a NUL or control character (a name shown
+// raw on a terminal could rewrite what the user sees: "evil.sh\rREADME.md"); not valid UTF-8 (the
+// editor protocol's JSON strings cannot carry it); an empty, "." or ".." component; a component
+// longer than kMaxComponentBytes; a component that is ".git" in any spelling a filesystem may
+// treat as ".git" (see is_dotgit). A backslash is an ordinary byte on the hosts lockroom runs on
+// (git refuses it only on Windows) and is accepted; printable() still escapes it.
 std::optional<std::string> path_problem(std::string_view path);
 
 // True when a filesystem could treat `component` as ".git": any case; followed by spaces or dots

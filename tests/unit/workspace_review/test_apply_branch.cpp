@@ -253,3 +253,52 @@ TEST_CASE("branch: a path lockroom never writes stays out of the branch", "[appl
   CHECK(u.file_in(outcome->commit, "new.txt") == "evil\n");
   CHECK(u.file_in(outcome->commit, evil_name) == "<absent>");
 }
+
+TEST_CASE("branch: changes inside a submodule stay out, the rest is committed", "[apply_branch]") {
+  // HEAD holds the submodule as a gitlink; the snapshot holds its checked-out files.
+  git_oid sub_commit;
+  REQUIRE(git_oid_fromstr(&sub_commit, "0123456789abcdef0123456789abcdef01234567") == 0);
+  UserRepo u(Files{{"a.txt", "a\n"}});
+  {
+    CommitPtr head = u.commit(u.head);
+    git_tree* raw = nullptr;
+    REQUIRE(git_commit_tree(&raw, head.get()) == 0);
+    TreePtr tree(raw);
+    git_treebuilder* raw_builder = nullptr;
+    REQUIRE(git_treebuilder_new(&raw_builder, u.repo.get(), tree.get()) == 0);
+    TreeBuilderPtr builder(raw_builder);
+    REQUIRE(git_treebuilder_insert(nullptr, builder.get(), "sub", &sub_commit, GIT_FILEMODE_COMMIT) == 0);
+    git_oid with_sub;
+    REQUIRE(git_treebuilder_write(&with_sub, builder.get()) == 0);
+    git_tree* raw_sub_tree = nullptr;
+    REQUIRE(git_tree_lookup(&raw_sub_tree, u.repo.get(), &with_sub) == 0);
+    TreePtr sub_tree(raw_sub_tree);
+    git_signature* raw_sig = nullptr;
+    REQUIRE(git_signature_new(&raw_sig, "User", "user@example.com", 1700000100, 0) == 0);
+    SignaturePtr sig(raw_sig);
+    const git_commit* parents[1] = {head.get()};
+    REQUIRE(git_commit_create(&u.head, u.repo.get(), "HEAD", sig.get(), sig.get(), nullptr, "add sub\n", sub_tree.get(), 1,
+                              parents) == 0);
+  }
+  Files snapshot{{"a.txt", "a\n"}, {"sub/f.c", "int f;\n"}};
+  git_oid base = tree_of(u.store.get(), snapshot);
+  git_oid result = tree_of(u.store.get(), with(snapshot, {{"a.txt", "a, edited\n"}, {"sub/f.c", "int f = 1;\n"}}));
+
+  auto outcome = u.branch(base, result, "with-sub");
+  REQUIRE(outcome.ok());
+  REQUIRE(outcome->created);
+  CHECK(outcome->conflicts.empty());
+  REQUIRE(outcome->refused.size() == 1);
+  CHECK(outcome->refused[0].path == "sub/f.c");
+  CHECK_THAT(outcome->refused[0].reason, Catch::Contains("inside the submodule sub"));
+  CHECK(u.file_in(outcome->commit, "a.txt") == "a, edited\n");
+  // The branch still has the gitlink, unchanged.
+  CommitPtr commit = u.commit(outcome->commit);
+  git_tree* raw_tree = nullptr;
+  REQUIRE(git_commit_tree(&raw_tree, commit.get()) == 0);
+  TreePtr tree(raw_tree);
+  const git_tree_entry* sub = git_tree_entry_byname(tree.get(), "sub");
+  REQUIRE(sub != nullptr);
+  CHECK(git_tree_entry_filemode(sub) == GIT_FILEMODE_COMMIT);
+  CHECK(git_oid_equal(git_tree_entry_id(sub), &sub_commit));
+}

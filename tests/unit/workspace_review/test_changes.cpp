@@ -174,6 +174,65 @@ TEST_CASE("changes content: base and current bytes, binary flag, bounds", "[chan
   CHECK_THAT(large.error().message, Catch::Contains("large.txt"));
 }
 
+TEST_CASE("changes patch for git apply: git turns the base into the result, binary files and renames included", "[changes]") {
+  Scenario s;
+  auto changes = Changes::compute(s.store.get(), s.base, s.result);
+  REQUIRE(changes);
+  auto patch = changes->patch_for_git_apply();
+  REQUIRE(patch);
+  CHECK(patch->find("GIT binary patch") != std::string::npos);
+  CHECK(patch->find("rename from old name.txt") != std::string::npos);
+
+  TempDir work;
+  std::string tree = work / "tree";
+  write_files(tree, s.base_files);
+  std::ofstream(work / "changes.patch", std::ios::binary) << *patch;
+  std::string command = "cd '" + tree + "' && git apply '" + (work / "changes.patch") + "' 2>'" + (work / "err") + "'";
+  int status = std::system(command.c_str());
+  INFO(read_file(work / "err"));
+  REQUIRE(status == 0);
+
+  TempDir expected;
+  write_files(expected.path(), s.result_files);
+  CHECK(snapshot_dir(tree) == snapshot_dir(expected.path()));
+}
+
+TEST_CASE("changes of many files: each file's counts and patch are its own, in path order", "[changes]") {
+  // Enough files that compute() makes the patches on two threads.
+  TempDir dir;
+  RepoPtr store = init_repo(dir / "store.git", true);
+  Files base_files, edits;
+  for (int i = 0; i < 40; ++i) {
+    std::string name = "f" + std::to_string(100 + i) + ".txt";
+    base_files.push_back({name, numbered_lines(50 + i)});
+    std::string edited = numbered_lines(50 + i);
+    for (int extra = 0; extra <= i % 4; ++extra) edited += "added " + std::to_string(i) + "." + std::to_string(extra) + "\n";
+    edits.push_back({name, replace_line(edited, "line 1\n", "")});
+  }
+  base_files.push_back({"moved/from.txt", numbered_lines(30, "moved ")});
+  edits.push_back({"moved/from.txt", "", 0});
+  edits.push_back({"moved/to.txt", numbered_lines(30, "moved ")});
+  git_oid base = tree_of(store.get(), base_files);
+  git_oid result = tree_of(store.get(), with(base_files, edits));
+
+  auto changes = Changes::compute(store.get(), base, result);
+  REQUIRE(changes);
+  REQUIRE(changes->list().size() == 41);
+  for (std::size_t k = 0; k + 1 < changes->list().size(); ++k) CHECK(changes->list()[k].path < changes->list()[k + 1].path);
+  for (int i = 0; i < 40; ++i) {
+    std::string name = "f" + std::to_string(100 + i) + ".txt";
+    const FileChange& c = change_of(*changes, name);
+    CHECK(c.added_lines == static_cast<std::size_t>(i % 4 + 1));
+    CHECK(c.removed_lines == 1);
+    auto diff = changes->diff(name);
+    REQUIRE(diff);
+    CHECK(diff->patch.find("+added " + std::to_string(i) + ".0\n") != std::string::npos);
+    CHECK(diff->patch.find("--- a/" + name) != std::string::npos);
+  }
+  CHECK(change_of(*changes, "moved/to.txt").status == ChangeStatus::kRenamed);
+  CHECK(change_of(*changes, "moved/to.txt").old_path == "moved/from.txt");
+}
+
 TEST_CASE("bench: list and diff 100 changed files", "[.bench][changes]") {
   TempDir dir;
   auto store = init_repo(dir / "store.git", true);
