@@ -50,7 +50,21 @@ struct DefaultSecretPattern {
 // | .terraformrc          | Terraform Cloud tokens                            |
 // | terraform.tfstate*    | Terraform state (holds provider secrets in clear) |
 // | *.gpg                 | encrypted secrets and private keyrings            |
-inline constexpr std::array<DefaultSecretPattern, 26> kDefaultSecretPatterns{{
+// | *.ppk                 | PuTTY private keys                                |
+// | .pgpass               | PostgreSQL passwords                              |
+// | .my.cnf               | MySQL client passwords                            |
+// | .vault-token          | HashiCorp Vault token                             |
+// | .s3cfg                | s3cmd access keys                                 |
+// | .boto                 | boto / gsutil credentials                         |
+// | .dockercfg            | container registry logins (old format)            |
+// | .cargo/credentials*   | crates.io token (credentials, credentials.toml)   |
+// | .gem/credentials      | RubyGems API key                                  |
+// | .config/gh/hosts.yml  | GitHub CLI tokens                                 |
+// | .config/gcloud/       | gcloud credentials and access tokens              |
+// | application_default_credentials.json | Google application default creds   |
+// | .azure/               | Azure CLI tokens and profiles                     |
+// | *.tfvars, *.tfvars.json | Terraform variables (often hold secrets)        |
+inline constexpr std::array<DefaultSecretPattern, 41> kDefaultSecretPatterns{{
     {".env", "dotenv file"},
     {".env.*", "dotenv file"},
     {"*.pem", "private key or certificate"},
@@ -77,6 +91,21 @@ inline constexpr std::array<DefaultSecretPattern, 26> kDefaultSecretPatterns{{
     {".terraformrc", "Terraform token"},
     {"terraform.tfstate*", "Terraform state"},
     {"*.gpg", "encrypted secret or keyring"},
+    {"*.ppk", "PuTTY private key"},
+    {".pgpass", "PostgreSQL passwords"},
+    {".my.cnf", "MySQL credentials"},
+    {".vault-token", "Vault token"},
+    {".s3cfg", "S3 credentials"},
+    {".boto", "boto credentials"},
+    {".dockercfg", "registry logins"},
+    {".cargo/credentials*", "crates.io token"},
+    {".gem/credentials", "RubyGems key"},
+    {".config/gh/hosts.yml", "GitHub CLI token"},
+    {".config/gcloud/", "gcloud credentials"},
+    {"application_default_credentials.json", "Google credentials"},
+    {".azure/", "Azure credentials"},
+    {"*.tfvars", "Terraform variables"},
+    {"*.tfvars.json", "Terraform variables"},
 }};
 
 // Default exceptions: SSH public halves. They only take a path back from the defaults, never from

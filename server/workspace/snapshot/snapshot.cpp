@@ -12,6 +12,7 @@
 #include "server/workspace/snapshot/object_writer.h"
 #include "server/workspace/snapshot/snapshot_store.h"
 #include "server/workspace/snapshot/stat_cache.h"
+#include "server/workspace/snapshot/store_use.h"
 
 namespace lockroom::workspace::snapshot {
 namespace {
@@ -126,6 +127,9 @@ Result<SnapshotResult> take_snapshot(const std::string& workspace_dir, const std
   if (!store) return store.error();
   auto store_real = real_directory(store_dir, "the snapshot store");
   if (!store_real) return store_real.error();
+  // Which folder the store is of, for `lockroom workspace ls|prune`. Best effort: a store without
+  // it is still listed and pruned by age.
+  (void)record_store_workspace(*store_real, *workspace);
 
   auto scan = scan_workspace(*workspace, *store_real, *secrets, options.limits.max_files);
   if (!scan) return scan.error();
@@ -165,6 +169,7 @@ Result<SnapshotResult> take_snapshot(const std::string& workspace_dir, const std
   result.branch = std::move(scan->git.branch);
   result.is_git_repo = scan->git.is_git_repo;
   result.repo_prefix = std::move(scan->git.prefix);
+  result.guest_excludes = std::move(scan->git.guest_excludes);
   result.withheld = std::move(scan->withheld);
   result.skipped = std::move(scan->skipped);
   std::sort(result.skipped.begin(), result.skipped.end(),

@@ -47,11 +47,13 @@ struct SnapshotResult {
   std::optional<std::string> branch;     // the user's current branch, if on one
   bool is_git_repo = false;
   std::string repo_prefix;               // the workspace's path inside its repository, "" or "a/b/"
+  std::string guest_excludes;            // for the guest's .git/info/exclude (guest_excludes.h)
   std::uint64_t file_count = 0;          // files and symlinks in the snapshot
   std::uint64_t total_bytes = 0;
   std::uint64_t files_read = 0;          // of those, read from disk (the rest came from the stat cache)
   std::vector<std::string> withheld;     // every path kept back as a secret
-  std::vector<SkippedEntry> skipped;     // sockets, FIFOs, devices, unreadable entries, with the reason
+  std::vector<SkippedEntry> skipped;     // sockets, FIFOs, devices, unreadable entries, names lockroom
+                                         // cannot take back from a guest: each with the reason
   SnapshotTimings timings;
 };
 

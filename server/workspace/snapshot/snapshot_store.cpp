@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "server/workspace/snapshot/store_use.h"
+
 namespace lockroom::workspace::snapshot {
 namespace {
 
@@ -52,6 +54,7 @@ std::string workspace_store_key(std::string_view workspace_real_path) {
 
 Result<RepoPtr> open_store(const std::string& store_dir) {
   ensure_libgit2();
+  if (auto held = hold_store(store_dir); !held) return held.error();
   git_repository* raw = nullptr;
   if (git_repository_open_bare(&raw, store_dir.c_str()) < 0) {
     git_repository_init_options opts = GIT_REPOSITORY_INIT_OPTIONS_INIT;

@@ -21,7 +21,8 @@ namespace lockroom::workspace::snapshot {
 std::string workspace_store_key(std::string_view workspace_real_path);
 
 // Opens the store at `store_dir`, creating a bare repository there (and missing parents) first if
-// there is none.
+// there is none. The store is then held in use by this process (store_use.h): no prune removes it
+// while this process runs.
 Result<RepoPtr> open_store(const std::string& store_dir);
 
 // "refs/lockroom/snapshots/<id>"; kInvalidInput unless `id` is 1-64 characters of [A-Za-z0-9._-]

@@ -11,6 +11,8 @@
 #include <memory>
 
 #include "server/workspace/git_util.h"
+#include "server/workspace/snapshot/guest_excludes.h"
+#include "server/workspace/review/path_rules.h"
 
 namespace lockroom::workspace::snapshot {
 namespace {
@@ -35,6 +37,18 @@ std::string special_file_reason(mode_t mode) {
   if (S_ISCHR(mode)) return "character device: not something git can store";
   if (S_ISBLK(mode)) return "block device: not something git can store";
   return "unknown file type: not something git can store";
+}
+
+// Why the review could not take `ws_path` back from the guest, or nullopt. Every path a guest
+// lists must pass review::path_problem(); a host name that does not (a control character such
+// as macOS's "Icon\r", bytes that are not UTF-8, a ".GIT" folder, an overlong path) would come
+// back as a refusal and a phantom deletion on every review, so it is left out here, by name.
+// Its parents passed on the way down: only the last component `name` and the length are new.
+std::optional<std::string> unreviewable(std::string_view name, const std::string& ws_path) {
+  auto problem = review::path_problem(ws_path.size() > review::kMaxPathBytes ? std::string_view(ws_path) : name);
+  if (!problem) return std::nullopt;
+  return "its name cannot come back from a sandbox: " + *problem +
+         " (lockroom refuses such names in a sandbox's changes; rename it to take it in)";
 }
 
 Result<RepoContext> open_repo_context(RepoPtr repo) {
@@ -170,6 +184,10 @@ Result<void> Scanner::walk(int fd, const std::string& abs_dir, const std::string
       if (!is_ignored) return is_ignored.error();
       if (*is_ignored) continue;
     }
+    if (auto problem = unreviewable(name, ws_path)) {
+      result.skipped.push_back({review::printable(ws_path, review::kMaxPathBytes), std::move(*problem)});
+      continue;
+    }
     if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
       result.skipped.push_back({ws_path, special_file_reason(st.st_mode)});
       continue;
@@ -203,6 +221,10 @@ Result<void> Scanner::visit_directory(int parent_fd, const char* name, const str
     auto is_ignored = ignored(ctx, repo_path + "/");
     if (!is_ignored) return is_ignored.error();
     if (*is_ignored) return {};
+  }
+  if (auto problem = unreviewable(name, ws_path)) {
+    result.skipped.push_back({review::printable(ws_path, review::kMaxPathBytes) + "/", std::move(*problem)});
+    return {};
   }
   if (depth >= kMaxDepth) {
     result.skipped.push_back({ws_path + "/", "more than " + std::to_string(kMaxDepth) + " directories deep"});
@@ -275,6 +297,7 @@ Result<ScanResult> scan_workspace(const std::string& workspace, const std::strin
   WorkspaceGitInfo git;
   auto ctx = root_context(workspace, store_dir, git);
   if (!ctx) return ctx.error();
+  git.guest_excludes = guest_excludes(git.is_git_repo ? ctx->repo.get() : nullptr, git.prefix);
 
   int fd = open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {

@@ -16,6 +16,10 @@
 //   - `.git` entries, empty directories and the store itself (if it sits in the workspace) are
 //     never taken; symlinks are taken as symlinks and never followed; sockets, FIFOs and devices
 //     are listed as skipped with the reason;
+//   - a file or folder whose name lockroom would refuse when the guest lists it back
+//     (review::path_problem: control characters, bytes that are not UTF-8, ".git" in another
+//     spelling, an overlong path) is listed as skipped with the reason, under its printable()
+//     form, and not taken: otherwise every review would show it deleted and refused;
 //   - files matching the secret filter are withheld and listed.
 // A workspace inside a larger repository is taken from its own directory down, with the
 // repository's rules; `git.prefix` says where it sits.
@@ -43,7 +47,7 @@ struct ScannedEntry {
 };
 
 struct SkippedEntry {
-  std::string path;
+  std::string path;  // as is; review::printable() form (\xNN escapes) when the name is the reason
   std::string reason;
 };
 
@@ -52,6 +56,7 @@ struct WorkspaceGitInfo {
   std::optional<std::string> head_commit;  // hex id of HEAD's commit; none when unborn or not a repo
   std::optional<std::string> branch;       // "main" for refs/heads/main; none when detached
   std::string prefix;                      // the workspace's path inside the repository ("" at the root, else "a/b/")
+  std::string guest_excludes;              // the ignore rules the guest needs besides the snapshot's (guest_excludes.h)
 };
 
 struct ScanResult {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "server/vm/template_store.h"
+#include "tests/support/temp_dir.h"
 
 using namespace lockroom;
 using namespace lockroom::vm;
@@ -18,17 +19,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A template store's dirs (templates and RAM files) in a temp dir of their own.
 struct TempDirs {
-  fs::path base;
+  lockroom::testing::TempDir base{"lockroom-tpl"};
   TemplateDirs dirs;
   TempDirs() {
-    std::string tmpl = (fs::temp_directory_path() / "lockroom-tpl-XXXXXX").string();
-    base = mkdtemp(tmpl.data());
     dirs.root = base / "templates";
     dirs.ram_root = base / "ram";
     REQUIRE(prepare_template_dirs(dirs).ok());
   }
-  ~TempDirs() { fs::remove_all(base); }
 };
 
 void write(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }

@@ -63,12 +63,18 @@ TEST_CASE("the default secret patterns withhold the usual suspects, but not publ
         ".netrc", "_netrc", ".npmrc", ".pypirc", ".git-credentials", ".aws/credentials", ".aws/config",
         ".docker/config.json", ".kube/config", "cert.p12", "cert.pfx", "app.keystore", "release.jks",
         "credentials.json", "service-account-ci.json", ".terraformrc", "infra/terraform.tfstate",
-        "infra/terraform.tfstate.backup", "vault.gpg"}) {
+        "infra/terraform.tfstate.backup", "vault.gpg", "keys/server.ppk", ".pgpass", "home/.my.cnf", ".vault-token",
+        ".s3cfg", ".boto", ".dockercfg", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
+        ".config/gh/hosts.yml", ".config/gcloud/credentials.db", ".config/gcloud/legacy_credentials/me/adc.json",
+        "gcp/application_default_credentials.json", ".azure/msal_token_cache.json", ".azure/azureProfile.json",
+        "prod.tfvars", "env/prod.auto.tfvars", "infra/secrets.tfvars.json"}) {
     INFO(secret);
     CHECK(filter->withheld(secret));
   }
   for (const char* ordinary : {"README.md", ".ssh/id_rsa.pub", "id_ed25519.pub", "src/env.ts", ".envrc",
-                               "docker/config.json", "keys/public.txt", "main.tf"}) {
+                               "docker/config.json", "keys/public.txt", "main.tf", "variables.tf", ".cargo/config.toml",
+                               "Cargo.toml", ".config/gh/config.yml", ".config/gcloudish", "azure/main.bicep", "my.cnf",
+                               "tfvars.md"}) {
     INFO(ordinary);
     CHECK_FALSE(filter->withheld(ordinary));
   }

@@ -168,10 +168,10 @@ TEST_CASE("names with spaces and non-ASCII characters are kept exactly") {
   TempDir ws, store;
   write_file(ws / "dir with space/naïve café.txt", "crème\n");
   write_file(ws / "日本語/ファイル.md", "テキスト\n");
-  write_file(ws / "tab\tand newline\nname", "odd\n");
+  write_file(ws / "tab\tand newline\nname", "odd\n");  // control characters: left out (test_reviewable_names.cpp)
   auto r = snap(ws.path(), store.path());
   auto files = snapshot_files(store.path(), r.commit_id);
-  CHECK(paths_of(files) == Paths{"dir with space/naïve café.txt", "tab\tand newline\nname", "日本語/ファイル.md"});
+  CHECK(paths_of(files) == Paths{"dir with space/naïve café.txt", "日本語/ファイル.md"});
   CHECK(files["日本語/ファイル.md"].content == "テキスト\n");
 }
 
