@@ -69,7 +69,8 @@ std::int64_t realtime_ns() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
-Result<std::string> hash_regular(int dir_fd, const std::string& path, BlobHasher& hasher, struct stat& st) {
+Result<std::string> hash_regular(int dir_fd, const std::string& path, BlobHasher& hasher, struct stat& st, KeptContent* keep) {
+  if (keep) keep->kept = false;
   int fd = ::openat(dir_fd, path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return make_error(ErrorCode::kNotFound, path + ": " + std::strerror(errno));
   char buf[kChunk];
@@ -78,6 +79,9 @@ Result<std::string> hash_regular(int dir_fd, const std::string& path, BlobHasher
     if (::fstat(fd, &before) != 0 || !S_ISREG(before.st_mode)) break;
     std::uint64_t size = static_cast<std::uint64_t>(before.st_size);
     hasher.begin(size);
+    std::string* kept = keep && size <= keep->max_bytes ? &keep->bytes : nullptr;
+    if (keep) keep->bytes.clear();
+    if (kept) kept->reserve(static_cast<std::size_t>(size));
     std::uint64_t got = 0;
     bool failed = false;
     while (got <= size) {
@@ -90,6 +94,7 @@ Result<std::string> hash_regular(int dir_fd, const std::string& path, BlobHasher
       if (n == 0) break;
       std::size_t use = static_cast<std::size_t>(std::min<std::uint64_t>(static_cast<std::uint64_t>(n), size - std::min(size, got)));
       hasher.update(std::string_view(buf, use));
+      if (kept) kept->append(buf, use);
       got += static_cast<std::uint64_t>(n);
     }
     if (failed) {
@@ -102,6 +107,7 @@ Result<std::string> hash_regular(int dir_fd, const std::string& path, BlobHasher
     if (got == size && stat_key(before) == stat_key(after)) {
       ::close(fd);
       st = after;
+      if (keep) keep->kept = kept != nullptr;
       return raw;
     }
   }

@@ -39,9 +39,18 @@ class BlobHasher {
 // The blob id (40 hex) of bytes held in memory.
 std::string blob_id(std::string_view content);
 
+// The bytes a hash was computed from, kept when asked (a partial manifest carries them inline):
+// only a version of at most `max_bytes`.
+struct KeptContent {
+  std::uint64_t max_bytes = 0;
+  bool kept = false;  // `bytes` are exactly the version whose id was returned
+  std::string bytes;
+};
+
 // Hashes the regular file `path` (relative to `dir_fd`) without following a symlink. On success
-// `st` describes the version that was hashed and the result is the raw 20-byte id.
-Result<std::string> hash_regular(int dir_fd, const std::string& path, BlobHasher& hasher, struct stat& st);
+// `st` describes the version that was hashed and the result is the raw 20-byte id; with `keep`,
+// the bytes of that same read are left in it when the version is small enough.
+Result<std::string> hash_regular(int dir_fd, const std::string& path, BlobHasher& hasher, struct stat& st, KeptContent* keep = nullptr);
 
 struct StatKey {
   std::uint64_t ino = 0;

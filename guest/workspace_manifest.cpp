@@ -76,6 +76,22 @@ std::optional<std::string> read_once(int root, const std::string& path, std::int
 
 }  // namespace
 
+ContentCapture::ContentCapture(const channel::InlineBounds& bounds)
+    : on_(true), max_file_bytes_(static_cast<std::uint64_t>(bounds.max_file_bytes)), max_total_bytes_(static_cast<std::uint64_t>(bounds.max_total_bytes)) {}
+
+std::uint64_t ContentCapture::room() const { return on_ ? std::min(max_file_bytes_, max_total_bytes_ - total_) : 0; }
+
+void ContentCapture::keep(const std::string& path, std::string bytes) {
+  if (!on_ || bytes.size() > room()) return;
+  total_ += bytes.size();
+  contents_[path] = std::move(bytes);
+}
+
+const std::string* ContentCapture::find(const std::string& path) const {
+  auto it = contents_.find(path);
+  return it == contents_.end() ? nullptr : &it->second;
+}
+
 std::vector<std::string> split_z(const std::string& text) {
   std::vector<std::string> paths;
   std::size_t start = 0;
@@ -122,10 +138,13 @@ std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& 
     hasher.begin(e.size);
     hasher.update(std::string_view(target, static_cast<std::size_t>(n)));
     raw = hasher.finish_raw();
+    if (m.captured.on()) m.captured.keep(path, std::string(target, static_cast<std::size_t>(n)));
   } else {
     StatKey key = stat_key(st);
     const IndexFileEntry* indexed = nullptr;
-    if (auto hit = cache.find(path, key)) {
+    if (static_cast<std::uint64_t>(st.st_size) > channel::max_entry_size(channel::kModeFile, bounds)) {
+      raw.assign(20, '\0');  // too big to take back: listed unread, for the host to refuse by name
+    } else if (auto hit = cache.find(path, key)) {
       raw = *hit;
       m.cached++;
     } else if (index && (indexed = index->find(path)) && index->clean(*indexed, st, StatCache::kRacyMarginNs)) {
@@ -133,7 +152,8 @@ std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& 
       cache.store(path, key, raw, index->written_ns());
       m.cached++;
     } else {
-      auto hashed = hash_regular(dir, path, hasher, st);
+      KeptContent kept{m.captured.room()};
+      auto hashed = hash_regular(dir, path, hasher, st, m.captured.on() ? &kept : nullptr);
       if (!hashed && hashed.error().code == ErrorCode::kNotFound) {
         m.skipped++;  // gone since git listed it
         return std::nullopt;
@@ -141,6 +161,7 @@ std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& 
       if (hashed) {
         raw = *hashed;
         cache.store(path, stat_key(st), raw, started);
+        if (kept.kept) m.captured.keep(path, std::move(kept.bytes));
       } else {
         auto content = read_once(dir, path, bounds.max_file_bytes);  // a busy writer: hash one read of it
         if (!content) {
@@ -151,6 +172,7 @@ std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& 
         hasher.update(*content);
         raw = hasher.finish_raw();
         st.st_size = static_cast<off_t>(content->size());
+        if (m.captured.on()) m.captured.keep(path, std::move(*content));
       }
       m.hashed++;
     }
@@ -162,7 +184,7 @@ std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& 
 }
 
 std::variant<Manifest, RpcError> build_manifest(const std::string& root, const channel::WorkspaceBounds& bounds, StatCache& cache,
-                                                WorkspaceListing& listing) {
+                                                WorkspaceListing& listing, const std::optional<channel::InlineBounds>& capture) {
   const std::string what = "workspace.manifest: " + root;
   struct stat git_dir{};
   if (::stat((root + "/.git").c_str(), &git_dir) != 0)
@@ -190,10 +212,11 @@ std::variant<Manifest, RpcError> build_manifest(const std::string& root, const c
   int dir = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return errno_error(errno, what);
   Manifest m;
+  if (capture) m.captured = ContentCapture(*capture);
   m.listed_by_git = listing.last_from_git();
   ParentCheck parents(dir);
   BlobHasher hasher;
-  std::vector<std::pair<std::int64_t, std::string>> too_big, sizes;
+  std::vector<std::pair<std::int64_t, std::string>> sizes;
   for (const auto& path : paths) {
     struct stat st{};
     // A path the host would refuse (a ".GIT" folder the agent made, say) is left out rather than
@@ -205,15 +228,13 @@ std::variant<Manifest, RpcError> build_manifest(const std::string& root, const c
     }
     auto e = describe_file(dir, path, st, bounds, cache, index ? &*index : nullptr, hasher, started, m);
     if (!e) continue;
-    if (e->mode != channel::kModeSymlink && static_cast<std::int64_t>(e->size) > bounds.max_file_bytes) too_big.emplace_back(e->size, path);
-    m.bytes += static_cast<std::int64_t>(e->size);
-    sizes.emplace_back(static_cast<std::int64_t>(e->size), path);
+    if (e->size <= channel::max_entry_size(e->mode, bounds)) {  // a bigger one is the host's to refuse, and not counted
+      m.bytes += static_cast<std::int64_t>(e->size);
+      sizes.emplace_back(static_cast<std::int64_t>(e->size), path);
+    }
     m.entries.push_back(std::move(*e));
   }
   ::close(dir);
-  if (!too_big.empty())
-    return make_rpc_error(channel::agent_error::kTooLarge, what + ": " + std::to_string(too_big.size()) + " file(s) are over the limit of " +
-                                                               mib(bounds.max_file_bytes) + " per file: " + biggest_files(too_big));
   if (m.bytes > bounds.max_total_bytes)
     return make_rpc_error(channel::agent_error::kTooLarge, what + " holds " + mib(m.bytes) + " in " + std::to_string(m.entries.size()) +
                                                                " files; the limit is " + mib(bounds.max_total_bytes) + ". The biggest: " + biggest_files(sizes));

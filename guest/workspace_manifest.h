@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -27,8 +28,30 @@
 
 namespace lockroom::agent {
 
+// The bytes of the files a manifest read, kept for a partial manifest's inline content: each one
+// of at most `max_file_bytes` while the total stays within `max_total_bytes`, taken from the very
+// read that produced its id (an id from the stat cache or git's index has no bytes here).
+class ContentCapture {
+ public:
+  ContentCapture() = default;
+  explicit ContentCapture(const protocol::channel::InlineBounds& bounds);
+  bool on() const { return on_; }
+  // The most bytes one more file may have and still be kept.
+  std::uint64_t room() const;
+  void keep(const std::string& path, std::string bytes);
+  const std::string* find(const std::string& path) const;
+
+ private:
+  bool on_ = false;
+  std::uint64_t max_file_bytes_ = 0;
+  std::uint64_t max_total_bytes_ = 0;
+  std::uint64_t total_ = 0;
+  std::unordered_map<std::string, std::string> contents_;
+};
+
 struct Manifest {
   std::vector<protocol::channel::ManifestEntry> entries;  // sorted by path bytes
+  ContentCapture captured;                                 // off unless the caller asked for it
   std::int64_t bytes = 0;
   std::int64_t hashed = 0;
   std::int64_t cached = 0;
@@ -36,13 +59,15 @@ struct Manifest {
   bool listed_by_git = true;  // false: git's index and its last answer sufficed
 };
 
+// `capture`: keep the bytes of the files read, within these bounds (Manifest::captured).
 std::variant<Manifest, RpcError> build_manifest(const std::string& root, const protocol::channel::WorkspaceBounds& bounds, StatCache& cache,
-                                                WorkspaceListing& listing);
+                                                WorkspaceListing& listing, const std::optional<protocol::channel::InlineBounds>& capture = std::nullopt);
 
 // One candidate path that lstat() found to be a regular file or a symlink (`st`), as a manifest
 // entry: its id from the stat cache, from git's index when the stat is what `index` recorded
 // (may be null), or hashed (`started`: CLOCK_REALTIME before the manifest began). Counts it in
-// m.hashed / m.cached, or m.skipped when it went away meanwhile (then nullopt).
+// m.hashed / m.cached, or m.skipped when it went away meanwhile (then nullopt). The bytes read
+// for it go to m.captured when that is on and they fit.
 std::optional<protocol::channel::ManifestEntry> describe_file(int dir, const std::string& path, struct stat& st,
                                                               const protocol::channel::WorkspaceBounds& bounds, StatCache& cache,
                                                               const IndexFile* index, BlobHasher& hasher, std::int64_t started, Manifest& m);

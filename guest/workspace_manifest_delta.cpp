@@ -13,22 +13,31 @@ namespace lockroom::agent {
 namespace channel = protocol::channel;
 
 std::variant<Manifest, RpcError> update_manifest(const std::string& root, const channel::WorkspaceBounds& bounds, StatCache& cache,
-                                                 const std::vector<channel::ManifestEntry>& previous, const std::set<std::string>& dirty) {
+                                                 const std::vector<channel::ManifestEntry>& previous, const std::set<std::string>& dirty,
+                                                 const std::optional<channel::InlineBounds>& capture) {
   const std::string what = "workspace.manifest: " + root;
   std::int64_t started = realtime_ns();
+  // The same paths as before: the count bound as a whole listing checks it (the host's may differ).
+  if (static_cast<std::int64_t>(previous.size()) > bounds.max_entries) {
+    std::vector<std::string> paths;
+    paths.reserve(previous.size());
+    for (const auto& e : previous) paths.push_back(e.path);
+    return make_rpc_error(channel::agent_error::kLimitReached, what + " has " + std::to_string(paths.size()) + " files; the limit is " +
+                                                                  std::to_string(bounds.max_entries) + ". Most are in " + biggest_folders(paths));
+  }
   int dir = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return errno_error(errno, what);
   Manifest m;
+  if (capture) m.captured = ContentCapture(*capture);
   m.listed_by_git = false;
   m.entries.reserve(previous.size());
   BlobHasher hasher;
-  std::string too_big;
   auto next_dirty = dirty.begin();
   for (const auto& old : previous) {
     while (next_dirty != dirty.end() && *next_dirty < old.path) ++next_dirty;  // not listed before: still not listed
     if (next_dirty == dirty.end() || *next_dirty != old.path) {
+      if (old.size <= channel::max_entry_size(old.mode, bounds)) m.bytes += static_cast<std::int64_t>(old.size);
       m.entries.push_back(old);
-      m.bytes += static_cast<std::int64_t>(old.size);
       if (old.mode != channel::kModeSymlink) m.cached++;  // its id known, as from the stat cache
       continue;
     }
@@ -39,13 +48,10 @@ std::variant<Manifest, RpcError> update_manifest(const std::string& root, const 
     }
     auto e = describe_file(dir, old.path, st, bounds, cache, nullptr, hasher, started, m);
     if (!e) continue;
-    if (e->mode != channel::kModeSymlink && static_cast<std::int64_t>(e->size) > bounds.max_file_bytes && too_big.empty()) too_big = e->path;
-    m.bytes += static_cast<std::int64_t>(e->size);
+    if (e->size <= channel::max_entry_size(e->mode, bounds)) m.bytes += static_cast<std::int64_t>(e->size);
     m.entries.push_back(std::move(*e));
   }
   ::close(dir);
-  if (!too_big.empty())
-    return make_rpc_error(channel::agent_error::kTooLarge, what + ": " + too_big + " is over the limit of " + std::to_string(bounds.max_file_bytes) + " bytes per file");
   if (m.bytes > bounds.max_total_bytes)
     return make_rpc_error(channel::agent_error::kTooLarge, what + " holds " + std::to_string(m.bytes) + " bytes in " + std::to_string(m.entries.size()) +
                                                                " files; the limit is " + std::to_string(bounds.max_total_bytes));

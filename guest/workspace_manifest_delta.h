@@ -17,8 +17,10 @@
 
 namespace lockroom::agent {
 
+// `capture`: keep the bytes of the files read again, within these bounds (Manifest::captured).
 std::variant<Manifest, RpcError> update_manifest(const std::string& root, const protocol::channel::WorkspaceBounds& bounds, StatCache& cache,
-                                                 const std::vector<protocol::channel::ManifestEntry>& previous, const std::set<std::string>& dirty);
+                                                 const std::vector<protocol::channel::ManifestEntry>& previous, const std::set<std::string>& dirty,
+                                                 const std::optional<protocol::channel::InlineBounds>& capture = std::nullopt);
 
 // Both sorted by path. Removal records have mode 0, a zero id and size 0.
 std::vector<protocol::channel::ManifestEntry> manifest_delta(const std::vector<protocol::channel::ManifestEntry>& before,

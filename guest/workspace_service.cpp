@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "guest/log.h"
 #include "guest/workspace_checkout.h"
@@ -31,6 +32,44 @@ std::optional<RpcError> make_dirs(const std::string& path) {
     if (slash == std::string::npos) break;
   }
   return std::nullopt;
+}
+
+// Replaces <root>/.git/info/exclude with `text` (a temporary file renamed over it). The checkout
+// it follows stands either way: a failure is only logged.
+void write_exclude(const std::string& root, const std::string& text) {
+  std::string info = root + "/.git/info", file = info + "/exclude", temp = file + ".lockroom-tmp";
+  if (::mkdir(info.c_str(), 0755) != 0 && errno != EEXIST) return log_debug("workspace.checkout: cannot make " + info + ": " + std::strerror(errno));
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return log_debug("workspace.checkout: cannot write " + temp + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (done != text.size() || ::rename(temp.c_str(), file.c_str()) != 0) {
+    log_debug("workspace.checkout: cannot write " + file + ": " + std::strerror(errno));
+    ::unlink(temp.c_str());
+  }
+}
+
+// After a partial manifest's records: the content of each changed record that was read for this
+// manifest, in record order, while it fits the host's bounds (the rest the host exports).
+void append_inline_contents(std::string& body, const std::vector<channel::ManifestEntry>& records, const ContentCapture& captured,
+                            const channel::InlineBounds& bounds, channel::WorkspaceManifestResult& result) {
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& e = records[i];
+    if (e.mode == channel::kModeRemoved || static_cast<std::int64_t>(e.size) > bounds.max_file_bytes ||
+        result.inline_bytes + static_cast<std::int64_t>(e.size) > bounds.max_total_bytes)
+      continue;
+    const std::string* content = captured.find(e.path);
+    if (!content || content->size() != e.size) continue;
+    channel::append_inline_content(body, static_cast<std::uint32_t>(i), *content);
+    result.inlined++;
+    result.inline_bytes += static_cast<std::int64_t>(e.size);
+  }
 }
 
 }  // namespace
@@ -92,6 +131,7 @@ Outcome WorkspaceService::checkout(const json& params) {
   }
   // Otherwise git's index knows every file git wrote: the manifest takes their ids from it.
   out = fast ? std::move(*fast) : checkout_workspace(*p);
+  if (p->exclude && !std::holds_alternative<RpcError>(out)) write_exclude(p->path, *p->exclude);
   // Watched from the first checkout on (a sync's writes are then seen like any other).
   if (!std::holds_alternative<RpcError>(out) && !ws.watch.running() && !ws.watch.start(p->path))
     log_debug("workspace.checkout: no inotify for " + p->path + ": every manifest lists every file");
@@ -102,12 +142,19 @@ Outcome WorkspaceService::manifest(const json& params) {
   auto p = channel::parse_workspace_manifest_params(params);
   if (!p) return invalid_params(p.error());
   Workspace& ws = workspace(p->path, static_cast<std::size_t>(p->bounds.max_entries));
+  // Against a manifest the host holds: only what differs from it, with the content of the files
+  // read for it when the host asked for that.
+  const Remembered* since = nullptr;
+  for (const auto& r : ws.remembered)
+    if (p->since && r.id == *p->since) since = &r;
+  std::optional<channel::InlineBounds> capture;
+  if (since) capture = p->inline_content;
   // Only the files written since the latest manifest, when the watch saw nothing else happen.
   WorkspaceWatch::Changes seen;
   if (ws.watch.running()) seen = ws.watch.take();
   bool quiet = !seen.structural && !ws.relist && !ws.remembered.empty();
-  auto built = quiet ? update_manifest(p->path, p->bounds, ws.cache, ws.remembered.back().entries, seen.dirty)
-                     : build_manifest(p->path, p->bounds, ws.cache, ws.listing);
+  auto built = quiet ? update_manifest(p->path, p->bounds, ws.cache, ws.remembered.back().entries, seen.dirty, capture)
+                     : build_manifest(p->path, p->bounds, ws.cache, ws.listing, capture);
   // A refused manifest is not remembered, and the files written before it are no longer in the
   // watch's hands: the next one lists everything.
   ws.relist = std::holds_alternative<RpcError>(built);
@@ -116,10 +163,6 @@ Outcome WorkspaceService::manifest(const json& params) {
 
   channel::WorkspaceManifestResult result;
   result.manifest = next_manifest_++;
-  // Against a manifest the host holds: only what differs from it.
-  const Remembered* since = nullptr;
-  for (const auto& r : ws.remembered)
-    if (p->since && r.id == *p->since) since = &r;
   std::vector<channel::ManifestEntry> delta;
   if (since) {
     delta = manifest_delta(since->entries, m.entries);
@@ -128,7 +171,10 @@ Outcome WorkspaceService::manifest(const json& params) {
   const std::vector<channel::ManifestEntry>& records = since ? delta : m.entries;
   std::int64_t upserts = 0, bytes = 0;
   for (const auto& e : records)
-    if (e.mode != channel::kModeRemoved) upserts++, bytes += static_cast<std::int64_t>(e.size);
+    if (e.mode != channel::kModeRemoved) {
+      upserts++;
+      if (e.size <= channel::max_entry_size(e.mode, p->bounds)) bytes += static_cast<std::int64_t>(e.size);
+    }
   result.entries = static_cast<std::int64_t>(records.size());
   result.bytes = bytes;
   result.hashed = std::min(m.hashed, upserts);
@@ -141,6 +187,7 @@ Outcome WorkspaceService::manifest(const json& params) {
     channel::append_manifest_record(body, e);
     ws.paths.push_back(e.path);
   }
+  if (capture) append_inline_contents(body, records, m.captured, *capture, result);
   ws.manifest = result.manifest;
   ws.remembered.push_back(Remembered{result.manifest, std::move(m.entries)});
   while (ws.remembered.size() > kRememberedManifests) ws.remembered.pop_front();

@@ -121,6 +121,10 @@ std::string hex_to_raw(std::string_view hex) {
 }
 }  // namespace
 
+std::uint64_t max_entry_size(std::uint32_t mode, const WorkspaceBounds& bounds) {
+  return mode == kModeSymlink ? kMaxPath : static_cast<std::uint64_t>(std::max<std::int64_t>(bounds.max_file_bytes, 0));
+}
+
 std::string workspace_path_problem(std::string_view path) {
   if (path.empty()) return "is empty";
   if (path.size() > kMaxPath) return "is " + std::to_string(path.size()) + " bytes long; the limit is " + std::to_string(kMaxPath);
@@ -168,6 +172,7 @@ Result<WorkspaceImportResult> parse_workspace_import_result(const json& j) {
 json to_json(const WorkspaceCheckoutParams& v) {
   json j{{"path", v.path}, {"commit", v.commit}, {"branch", v.branch}};
   if (v.base) j["base"] = *v.base;
+  if (v.exclude) j["exclude"] = *v.exclude;
   return j;
 }
 
@@ -181,6 +186,13 @@ Result<WorkspaceCheckoutParams> parse_workspace_checkout_params(const json& j) {
   if (!base.empty()) v.base = base;
   v.branch = r.string("branch", false).value_or(kDefaultBranch);
   check_branch(r, v.branch);
+  if (r.ok() && j.contains("exclude")) {
+    v.exclude = r.string("exclude", true);
+    if (v.exclude && v.exclude->size() > kMaxWorkspaceExclude)
+      r.fail("exclude", "is " + std::to_string(v.exclude->size()) + " bytes; the limit is " + std::to_string(kMaxWorkspaceExclude));
+    else if (v.exclude && v.exclude->find('\0') != std::string::npos)
+      r.fail("exclude", "contains a NUL byte");
+  }
   return finish(r, std::move(v));
 }
 
@@ -204,6 +216,7 @@ Result<WorkspaceCheckoutResult> parse_workspace_checkout_result(const json& j) {
 json to_json(const WorkspaceManifestParams& v) {
   json j = bounds_json(json{{"path", v.path}}, v.bounds);
   if (v.since) j["since"] = *v.since;
+  if (v.inline_content) j["inline"] = json{{"maxFileBytes", v.inline_content->max_file_bytes}, {"maxTotalBytes", v.inline_content->max_total_bytes}};
   return j;
 }
 
@@ -213,6 +226,13 @@ Result<WorkspaceManifestParams> parse_workspace_manifest_params(const json& j) {
   v.path = read_workspace(r);
   v.bounds = read_bounds(r);
   if (j.is_object() && j.contains("since")) v.since = r.integer("since", true, 1);
+  if (auto in = r.object("inline", false)) {
+    InlineBounds b;
+    b.max_file_bytes = in->integer("maxFileBytes", true, 0, kMaxInlineBytes).value_or(0);
+    b.max_total_bytes = in->integer("maxTotalBytes", true, 0, kMaxInlineBytes).value_or(0);
+    r.merge(*in);
+    v.inline_content = b;
+  }
   return finish(r, std::move(v));
 }
 
@@ -225,10 +245,15 @@ json to_json(const WorkspaceManifestResult& v) {
     j["data"] = base64_encode(v.data);
   }
   if (v.since) j["since"] = *v.since;
+  if (v.inlined > 0) {
+    j["inlined"] = v.inlined;
+    j["inlineBytes"] = v.inline_bytes;
+  }
   return j;
 }
 
-Result<WorkspaceManifestResult> parse_workspace_manifest_result(const json& j, const WorkspaceBounds& bounds) {
+Result<WorkspaceManifestResult> parse_workspace_manifest_result(const json& j, const WorkspaceBounds& bounds,
+                                                                const std::optional<InlineBounds>& inline_content) {
   ParamReader r(j);
   WorkspaceManifestResult v;
   v.manifest = r.integer("manifest", true, 1).value_or(0);
@@ -240,10 +265,24 @@ Result<WorkspaceManifestResult> parse_workspace_manifest_result(const json& j, c
   if (r.ok() && j.contains("since")) v.since = r.integer("since", true, 1);
   if (r.ok() && v.hashed + v.cached > v.entries)
     r.fail("hashed", "and \"cached\" add up to " + std::to_string(v.hashed + v.cached) + ", more than the " + std::to_string(v.entries) + " entries");
-  std::int64_t min_body = v.entries * static_cast<std::int64_t>(kManifestFixedBytes + 1);
-  std::int64_t max_body = v.entries * static_cast<std::int64_t>(kManifestFixedBytes + kMaxPath);
+  // Inline content: only in a partial manifest, only when asked for, within what was asked.
+  if (r.ok() && j.contains("inlined")) {
+    if (!v.since || !inline_content) {
+      r.fail("inlined", v.since ? "is there, but the host asked for no inline content" : "is there, but only a partial manifest carries inline content");
+    } else {
+      v.inlined = r.integer("inlined", true, 0, v.entries).value_or(0);
+      v.inline_bytes = r.integer("inlineBytes", true, 0, std::min(inline_content->max_total_bytes, v.bytes)).value_or(0);
+    }
+  } else if (r.ok() && j.contains("inlineBytes")) {
+    r.fail("inlineBytes", "is there without \"inlined\"");
+  }
+  const std::int64_t inline_part = v.inlined * 4 + v.inline_bytes;
+  std::int64_t min_body = v.entries * static_cast<std::int64_t>(kManifestFixedBytes + 1) + inline_part;
+  std::int64_t max_body = v.entries * static_cast<std::int64_t>(kManifestFixedBytes + kMaxPath) + inline_part;
   v.body = r.integer("body", true, 0, max_body).value_or(0);
-  if (r.ok() && v.body < min_body) r.fail("body", "is " + std::to_string(v.body) + " bytes, too short for " + std::to_string(v.entries) + " entries");
+  if (r.ok() && v.body < min_body)
+    r.fail("body", "is " + std::to_string(v.body) + " bytes, too short for " + std::to_string(v.entries) + " entries" +
+                       (v.inlined ? " and " + std::to_string(v.inlined) + " inline contents of " + std::to_string(v.inline_bytes) + " bytes" : ""));
   if (r.ok() && j.contains("stream")) {
     v.stream = static_cast<std::uint32_t>(r.integer("stream", true, 1, kMaxStreamId).value_or(0));
   } else if (r.ok()) {
@@ -262,31 +301,100 @@ void append_manifest_record(std::string& out, const ManifestEntry& e) {
   out += e.path;
 }
 
-ManifestDecoder::ManifestDecoder(const WorkspaceManifestResult& announced, const WorkspaceBounds& bounds)
-    : announced_entries_(announced.entries), announced_bytes_(announced.bytes), announced_body_(announced.body), bounds_(bounds),
-      partial_(announced.since.has_value()) {
+void append_inline_content(std::string& out, std::uint32_t record, std::string_view content) {
+  put_u32(out, record);
+  out.append(content);
+}
+
+ManifestDecoder::ManifestDecoder(const WorkspaceManifestResult& announced, const WorkspaceBounds& bounds, const InlineBounds& inline_bounds,
+                                 BlobIdFunction blob_id)
+    : announced_entries_(announced.entries), announced_bytes_(announced.bytes), announced_body_(announced.body),
+      announced_inlined_(announced.inlined), announced_inline_bytes_(announced.inline_bytes), bounds_(bounds), inline_bounds_(inline_bounds),
+      blob_id_(std::move(blob_id)), partial_(announced.since.has_value()) {
   entries_.reserve(static_cast<std::size_t>(std::min<std::int64_t>(announced_entries_, 1 << 16)));
+}
+
+Error ManifestDecoder::fail(const std::string& why) {
+  error_ = make_error(ErrorCode::kInvalidInput, why);
+  return *error_;
 }
 
 Result<void> ManifestDecoder::feed(std::string_view bytes) {
   if (error_) return *error_;
   received_ += static_cast<std::int64_t>(bytes.size());
-  if (received_ > announced_body_) {
-    error_ = make_error(ErrorCode::kInvalidInput, "the manifest is longer than the " + std::to_string(announced_body_) + " bytes announced");
-    return *error_;
-  }
-  pending_.append(bytes);
-  std::size_t pos = 0;
-  while (pending_.size() - pos >= kManifestFixedBytes) {
-    std::size_t len = get_u16(pending_.data() + pos + 32);
-    if (pending_.size() - pos < kManifestFixedBytes + len) break;
-    if (auto ok = record(std::string_view(pending_).substr(pos, kManifestFixedBytes + len)); !ok) {
-      error_ = ok.error();
-      return *error_;
+  if (received_ > announced_body_) return fail("the manifest is longer than the " + std::to_string(announced_body_) + " bytes announced");
+  // The records, then (once every record is in) the inline content.
+  while (!bytes.empty()) {
+    if (in_content_) {
+      std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(content_left_, bytes.size()));
+      inlined_.back().content.append(bytes.substr(0, n));
+      content_left_ -= n;
+      bytes.remove_prefix(n);
+      if (content_left_ == 0)
+        if (auto ok = inline_done(); !ok) return ok.error();
+      continue;
     }
-    pos += kManifestFixedBytes + len;
+    // Without inline content announced, bytes past the last record are read as one record too
+    // many (and refused as such).
+    const bool inline_part = announced_inlined_ > 0 && static_cast<std::int64_t>(entries_.size()) >= announced_entries_;
+    std::size_t want = 4;
+    if (!inline_part) {
+      if (pending_.size() < kManifestFixedBytes) {
+        std::size_t take = std::min(kManifestFixedBytes - pending_.size(), bytes.size());
+        pending_.append(bytes.substr(0, take));
+        bytes.remove_prefix(take);
+        if (pending_.size() < kManifestFixedBytes) break;
+      }
+      want = kManifestFixedBytes + get_u16(pending_.data() + 32);
+    }
+    std::size_t take = std::min(want - pending_.size(), bytes.size());
+    pending_.append(bytes.substr(0, take));
+    bytes.remove_prefix(take);
+    if (pending_.size() < want) break;
+    auto ok = inline_part ? inline_header(pending_) : record(pending_);
+    if (!ok) return fail(ok.error().message);
+    pending_.clear();
   }
-  pending_.erase(0, pos);
+  return {};
+}
+
+Result<void> ManifestDecoder::inline_header(std::string_view header) {
+  auto bad = [this](const std::string& why) {
+    return make_error(ErrorCode::kInvalidInput, "inline content " + std::to_string(inlined_.size()) + " " + why);
+  };
+  if (static_cast<std::int64_t>(inlined_.size()) >= announced_inlined_)
+    return bad("is one more than the " + std::to_string(announced_inlined_) + " announced");
+  std::uint32_t index = get_u32(header.data());
+  if (index >= entries_.size()) return bad("names record " + std::to_string(index) + " of " + std::to_string(entries_.size()));
+  if (!inlined_.empty() && index <= inlined_.back().entry)
+    return bad("names record " + std::to_string(index) + " after record " + std::to_string(inlined_.back().entry) + ": indexes must increase");
+  const ManifestEntry& e = entries_[index];
+  if (e.mode == kModeRemoved) return bad("is for record " + std::to_string(index) + ", which removes " + shown(e.path));
+  if (e.size > static_cast<std::uint64_t>(inline_bounds_.max_file_bytes))
+    return bad("is for " + shown(e.path) + " of " + std::to_string(e.size) + " bytes; the host asked for files up to " +
+               std::to_string(inline_bounds_.max_file_bytes));
+  inline_total_ += static_cast<std::int64_t>(e.size);
+  if (inline_total_ > announced_inline_bytes_ || inline_total_ > inline_bounds_.max_total_bytes)
+    return bad("brings the inline content over the " + std::to_string(std::min(announced_inline_bytes_, inline_bounds_.max_total_bytes)) +
+               " bytes announced or asked for");
+  inlined_.push_back(InlinedContent{index, {}});
+  inlined_.back().content.reserve(static_cast<std::size_t>(e.size));
+  content_left_ = e.size;
+  in_content_ = true;
+  if (content_left_ == 0) return inline_done();
+  return {};
+}
+
+Result<void> ManifestDecoder::inline_done() {
+  in_content_ = false;
+  const InlinedContent& c = inlined_.back();
+  const ManifestEntry& e = entries_[c.entry];
+  auto bad = [&](const std::string& why) {
+    return make_error(ErrorCode::kInvalidInput, "inline content " + std::to_string(inlined_.size() - 1) + " (" + shown(e.path) + ") " + why);
+  };
+  if (!blob_id_) return bad("cannot be checked: the host gave the decoder no way to compute blob ids");
+  std::string id = blob_id_(c.content);
+  if (id != e.id) return bad("has blob id " + id + ", but its record says " + e.id);
   return {};
 }
 
@@ -303,13 +411,15 @@ Result<void> ManifestDecoder::record(std::string_view rec) {
   e.path = std::string(rec.substr(kManifestFixedBytes));
   if (e.mode == kModeRemoved && partial_) {
     if (e.size != 0 || rec.substr(4, 20) != std::string(20, '\0')) return bad("removes " + shown(e.path) + " but has a size or an id");
-  } else if (!known_mode(e.mode)) return bad("has mode " + mode_text(e.mode) + "; only 100644, 100755 and 120000 exist");
-  if (auto problem = workspace_path_problem(e.path); !problem.empty()) return bad("has a path that " + problem + ": " + shown(e.path));
+  }
+  // What the entry says (its path, mode and size) is judged per entry by the review, which
+  // refuses a bad one with its reason and keeps the rest; here only the framing: a path of 1 to
+  // kMaxPath bytes, in order, and totals that add up.
+  if (e.path.empty() || e.path.size() > kMaxPath)
+    return bad("has a path of " + std::to_string(e.path.size()) + " bytes; paths are 1 to " + std::to_string(kMaxPath) + " bytes");
   if (!entries_.empty() && !(entries_.back().path < e.path))
     return bad(shown(e.path) + " is out of order (after " + shown(entries_.back().path) + "): paths must be sorted and unique");
-  std::uint64_t max_size = e.mode == kModeSymlink ? kMaxPath : static_cast<std::uint64_t>(bounds_.max_file_bytes);
-  if (e.size > max_size) return bad(shown(e.path) + " is " + std::to_string(e.size) + " bytes; the limit is " + std::to_string(max_size));
-  total_size_ += static_cast<std::int64_t>(e.size);
+  if (e.size <= max_entry_size(e.mode, bounds_)) total_size_ += static_cast<std::int64_t>(e.size);
   if (total_size_ > announced_bytes_) return bad("brings the total size over the " + std::to_string(announced_bytes_) + " bytes announced");
   entries_.push_back(std::move(e));
   return {};
@@ -317,13 +427,17 @@ Result<void> ManifestDecoder::record(std::string_view rec) {
 
 Result<std::vector<ManifestEntry>> ManifestDecoder::finish() {
   if (error_) return *error_;
-  if (!pending_.empty() || received_ != announced_body_)
+  if (!pending_.empty() || in_content_ || received_ != announced_body_)
     return make_error(ErrorCode::kInvalidInput, "the manifest ended after " + std::to_string(received_) + " of the " +
                                                     std::to_string(announced_body_) + " bytes announced");
   if (static_cast<std::int64_t>(entries_.size()) != announced_entries_ || total_size_ != announced_bytes_)
     return make_error(ErrorCode::kInvalidInput, "the manifest holds " + std::to_string(entries_.size()) + " entries of " +
                                                     std::to_string(total_size_) + " bytes, but announced " + std::to_string(announced_entries_) +
                                                     " entries of " + std::to_string(announced_bytes_) + " bytes");
+  if (static_cast<std::int64_t>(inlined_.size()) != announced_inlined_ || inline_total_ != announced_inline_bytes_)
+    return make_error(ErrorCode::kInvalidInput, "the manifest carries " + std::to_string(inlined_.size()) + " inline contents of " +
+                                                    std::to_string(inline_total_) + " bytes, but announced " + std::to_string(announced_inlined_) +
+                                                    " of " + std::to_string(announced_inline_bytes_) + " bytes");
   return std::move(entries_);
 }
 

@@ -33,6 +33,7 @@ inline constexpr std::int64_t kMaxWorkspaceBytes = 1LL << 40;      // the larges
 inline constexpr std::size_t kMaxInlineManifest = 64u << 10;       // manifest bodies up to this go inline
 inline constexpr std::size_t kMaxConflictFiles = 100;              // files named in a conflict error
 inline constexpr std::size_t kMaxExportEntries = 50000;            // entries per workspace.export request
+inline constexpr std::int64_t kMaxInlineBytes = 64LL << 20;        // the most content any manifest may carry inline
 inline constexpr std::uint32_t kModeFile = 0100644;
 inline constexpr std::uint32_t kModeExecutable = 0100755;
 inline constexpr std::uint32_t kModeSymlink = 0120000;
@@ -54,6 +55,12 @@ struct WorkspaceBounds {
   std::int64_t max_total_bytes = 2LL << 30;
 };
 
+// The largest size an entry of `mode` may have and still be taken: a symlink's target up to
+// kMaxPath bytes, a file up to `bounds.max_file_bytes`. The agent lists a bigger file anyway,
+// unread, with a zero id, and leaves it out of the manifest's byte total; the host refuses that
+// entry by name and keeps reviewing the rest.
+std::uint64_t max_entry_size(std::uint32_t mode, const WorkspaceBounds& bounds);
+
 struct WorkspaceImportParams {
   std::string path = kDefaultWorkspace;
   std::int64_t size = 0;  // the pack's exact size in bytes
@@ -68,12 +75,24 @@ struct WorkspaceCheckoutParams {
   std::string commit;                // 40 hex
   std::optional<std::string> base;   // sync: the commit the guest's worktree was checked out from
   std::string branch = kDefaultBranch;
+  // The host's ignore rules that do not travel in the commit (global excludes, info/exclude,
+  // .gitignore files above the workspace): written to <path>/.git/info/exclude after the
+  // checkout, replacing it. Absent: the file is left as it is. At most kMaxWorkspaceExclude bytes.
+  std::optional<std::string> exclude;
 };
+inline constexpr std::size_t kMaxWorkspaceExclude = 64u << 10;
 struct WorkspaceCheckoutResult {
   std::string commit;
   std::string branch;
   bool branch_moved = false;  // false when the agent had moved the branch away from `base` itself
   std::int64_t files = 0;     // entries in the index afterwards
+};
+
+// How much file content a partial manifest may carry after its records ("inline"): each file up
+// to `max_file_bytes`, all of them together up to `max_total_bytes` (both at most kMaxInlineBytes).
+struct InlineBounds {
+  std::int64_t max_file_bytes = 1LL << 20;
+  std::int64_t max_total_bytes = 8LL << 20;
 };
 
 struct WorkspaceManifestParams {
@@ -82,11 +101,14 @@ struct WorkspaceManifestParams {
   // The manifest the host holds in full (its id). The agent may then answer with only what
   // changed since it; an unknown or stale id gets a full manifest.
   std::optional<std::int64_t> since;
+  // Present: a partial answer also carries the content of changed files read for it, within
+  // these bounds (protocol/channel.md, "Inline content"). A whole manifest never does.
+  std::optional<InlineBounds> inline_content;
 };
 struct WorkspaceManifestResult {
   std::int64_t manifest = 0;   // the agent's id for this listing (workspace.export refers to it)
   std::int64_t entries = 0;
-  std::int64_t bytes = 0;      // sum of the entries' sizes
+  std::int64_t bytes = 0;      // sum of the entries' sizes, but for entries over max_entry_size()
   std::int64_t hashed = 0;     // files read and hashed for this manifest
   std::int64_t cached = 0;     // files whose id came from the stat cache
   std::int64_t skipped = 0;    // listed by git but neither a regular file nor a symlink now
@@ -97,6 +119,11 @@ struct WorkspaceManifestResult {
   // changed entry, or a removal record: mode 0, zero id, size 0). `entries`, `bytes`, `hashed`
   // and `cached` then count the records sent, and `since` equals the params' `since`.
   std::optional<std::int64_t> since;
+  // Records whose content follows the records (a partial manifest, when the host asked for
+  // inline content), and the bytes of that content. `body` counts them too: for each, 4 bytes of
+  // record index and the record's `size` bytes.
+  std::int64_t inlined = 0;
+  std::int64_t inline_bytes = 0;
 };
 
 // The mode of a removal record in a partial manifest.
@@ -127,8 +154,10 @@ Result<WorkspaceImportResult> parse_workspace_import_result(const json& j);
 Result<WorkspaceCheckoutParams> parse_workspace_checkout_params(const json& j);
 Result<WorkspaceCheckoutResult> parse_workspace_checkout_result(const json& j);
 Result<WorkspaceManifestParams> parse_workspace_manifest_params(const json& j);
-// `bounds` are what the host asked for: a result announcing more is a lie.
-Result<WorkspaceManifestResult> parse_workspace_manifest_result(const json& j, const WorkspaceBounds& bounds);
+// `bounds` and `inline_content` are what the host asked for: a result announcing more is a lie
+// (inline content only in a partial manifest, and only when asked for).
+Result<WorkspaceManifestResult> parse_workspace_manifest_result(const json& j, const WorkspaceBounds& bounds,
+                                                                const std::optional<InlineBounds>& inline_content = std::nullopt);
 Result<WorkspaceExportParams> parse_workspace_export_params(const json& j);
 Result<WorkspaceExportResult> parse_workspace_export_result(const json& j, std::int64_t requested);
 
@@ -138,33 +167,64 @@ std::string id_to_hex(std::string_view raw20);
 
 // A manifest record: u32 mode, 20-byte raw id, u64 size, u16 path length, path bytes.
 void append_manifest_record(std::string& out, const ManifestEntry& entry);
+// One inlined content after a partial manifest's records: u32 record index, then the bytes
+// (exactly the record's size).
+void append_inline_content(std::string& out, std::uint32_t record, std::string_view content);
+
+// A record's content carried in a partial manifest after the records.
+struct InlinedContent {
+  std::size_t entry = 0;  // index into the manifest's records
+  std::string content;
+};
+// The git blob id (40 hex) of some bytes, as the host computes it; the decoder has no hash of
+// its own (protocol/ needs no crypto library).
+using BlobIdFunction = std::function<std::string(std::string_view content)>;
 // Whether a path from the guest may name a workspace file: relative, no empty, "." or ".."
 // component, no ".git" component (any case), no NUL, at most kMaxPath bytes. Empty when fine.
 std::string workspace_path_problem(std::string_view path);
 
-// Reads manifest records as they arrive, checking every bound: exactly `announced` records,
-// paths valid and strictly increasing (byte order, as git sorts them), known modes, sizes within
-// bounds and adding up to the announced byte total. Removal records (mode 0, zero id, size 0) are
-// accepted only when the result announced a partial manifest (`since`).
+// Reads manifest records as they arrive, checking their framing: exactly `announced` records,
+// paths of 1 to kMaxPath bytes and strictly increasing (byte order, as git sorts them), sizes
+// within max_entry_size() adding up to the announced byte total. What a record says (a path
+// outside the workspace or in .git, a device mode, a size over the limit) is not judged here: the
+// host's review refuses such an entry, by name and with the reason, and keeps the rest. Removal
+// records (mode 0, zero id, size 0) are accepted only when the result announced a partial
+// manifest (`since`). Then the inline content
+// the result announced (`inlined`, `inline_bytes`): record indexes increasing and in range, no
+// removal, each within `inline_bounds`, and each content's blob id (by `blob_id`) the record's.
 class ManifestDecoder {
  public:
-  ManifestDecoder(const WorkspaceManifestResult& announced, const WorkspaceBounds& bounds);
+  ManifestDecoder(const WorkspaceManifestResult& announced, const WorkspaceBounds& bounds, const InlineBounds& inline_bounds = {},
+                  BlobIdFunction blob_id = nullptr);
   Result<void> feed(std::string_view bytes);
   // The stream ended: everything announced must have arrived, and nothing more.
   Result<std::vector<ManifestEntry>> finish();
+  // After finish(): the inlined contents, their ids checked, in record order.
+  std::vector<InlinedContent> take_inlined() { return std::move(inlined_); }
 
  private:
   Result<void> record(std::string_view bytes);
+  Result<void> inline_header(std::string_view bytes);
+  Result<void> inline_done();
+  Error fail(const std::string& why);
 
   std::int64_t announced_entries_;
   std::int64_t announced_bytes_;
   std::int64_t announced_body_;
+  std::int64_t announced_inlined_;
+  std::int64_t announced_inline_bytes_;
   WorkspaceBounds bounds_;
+  InlineBounds inline_bounds_;
+  BlobIdFunction blob_id_;
   bool partial_ = false;
   std::string pending_;
   std::int64_t received_ = 0;
   std::int64_t total_size_ = 0;
   std::vector<ManifestEntry> entries_;
+  std::vector<InlinedContent> inlined_;
+  std::uint64_t content_left_ = 0;  // bytes still due of the last inlined content
+  bool in_content_ = false;
+  std::int64_t inline_total_ = 0;
   std::optional<Error> error_;
 };
 

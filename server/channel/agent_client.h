@@ -42,10 +42,13 @@ struct ProcessEvents {
 // A workspace manifest as received and checked: the agent's summary and its entries, sorted.
 // When the host asked with `since` and `summary.since` is set, the manifest is partial: only the
 // paths that changed since that manifest, and `entries` may hold removal records (mode
-// wire::kModeRemoved) for paths that are gone.
+// wire::kModeRemoved) for paths that are gone. When the host also asked for inline content,
+// `inlined` holds the content of some of those entries (`entry` indexes `entries`, increasing),
+// each verified here: its blob id, computed by the host, is its entry's id.
 struct WorkspaceManifest {
   wire::WorkspaceManifestResult summary;  // summary.data is emptied once decoded
   std::vector<wire::ManifestEntry> entries;
+  std::vector<wire::InlinedContent> inlined;
 };
 
 // One file of a workspace.export, whole. `id` is the blob id of `content` as the host computed it
@@ -111,7 +114,8 @@ class AgentClient {
   void import_workspace(const wire::WorkspaceCheckoutParams& checkout, std::vector<std::string> packs, std::int64_t max_pack_bytes,
                         Done<wire::WorkspaceCheckoutResult> done);
   // Lists the guest's workspace. Entries and sizes beyond `params.bounds`, malformed records or
-  // totals that do not add up fail the channel (a lying agent).
+  // totals that do not add up fail the channel (a lying agent), and so does inline content that
+  // was not asked for, breaks `params.inline_content` or is not the bytes of its entry's id.
   void manifest(const wire::WorkspaceManifestParams& params, Done<WorkspaceManifest> done);
   // The content of the given entries of the latest manifest, one whole file per on_file call
   // (in request order); `done` gets the number of files. Bounded by `params.bounds`.

@@ -213,19 +213,26 @@ void AgentClient::manifest(const wire::WorkspaceManifestParams& params, Done<Wor
   finish->done = std::move(done);
   std::weak_ptr<bool> alive = alive_;
   wire::WorkspaceBounds bounds = params.bounds;
+  std::optional<wire::InlineBounds> inline_content = params.inline_content;
   workspace_call<wire::WorkspaceManifestResult>(
       channel_, alive, wire::method::kWorkspaceManifest, wire::to_json(params), timeouts_.files,
-      [bounds, since = params.since](const json& j) -> Result<wire::WorkspaceManifestResult> {
-        auto r = wire::parse_workspace_manifest_result(j, bounds);
+      [bounds, inline_content, since = params.since](const json& j) -> Result<wire::WorkspaceManifestResult> {
+        auto r = wire::parse_workspace_manifest_result(j, bounds, inline_content);
         // A partial answer is only for the manifest the host named.
         if (r && r->since && r->since != since)
           return make_error(ErrorCode::kInvalidInput, "it answers with changes since manifest " + std::to_string(*r->since) +
                                                           (since ? ", not " + std::to_string(*since) + " as asked" : ", which the host did not ask for"));
         return r;
       },
-      [this, alive, finish, bounds](Result<wire::WorkspaceManifestResult> listed) {
+      [this, alive, finish, bounds, inline_content](Result<wire::WorkspaceManifestResult> listed) {
         if (!listed) return (*finish)(listed.error());
-        auto decoder = std::make_shared<wire::ManifestDecoder>(*listed, bounds);
+        // Inline content is checked against the ids as the host computes them.
+        auto decoder = std::make_shared<wire::ManifestDecoder>(*listed, bounds, inline_content.value_or(wire::InlineBounds{}), [](std::string_view content) {
+          BlobDigest digest;
+          digest.begin(content.size());
+          digest.update(content);
+          return digest.hex();
+        });
         auto summary = std::make_shared<wire::WorkspaceManifestResult>(std::move(*listed));
         // A manifest that breaks a rule is a lying agent: the whole channel fails.
         auto lie = [this, finish](const Error& e) {
@@ -237,7 +244,7 @@ void AgentClient::manifest(const wire::WorkspaceManifestParams& params, Done<Wor
           auto entries = decoder->finish();
           if (!entries) return lie(entries.error());
           summary->data.clear();
-          (*finish)(WorkspaceManifest{std::move(*summary), std::move(*entries)});
+          (*finish)(WorkspaceManifest{std::move(*summary), std::move(*entries), decoder->take_inlined()});
         };
         if (summary->stream == 0) {
           if (auto fed = decoder->feed(summary->data); !fed) return lie(fed.error());

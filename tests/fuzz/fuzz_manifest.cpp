@@ -7,22 +7,30 @@
 //               directly (validate_manifest alone, paths reaching it unfiltered); 3 binary
 //               records of a partial manifest (removal records allowed) through ManifestDecoder,
 //               then review::apply_partial_manifest onto a small accepted view, as a later
-//               refresh does
-//   byte 1      limits: bit 0 small (8 entries, 64-byte files, 256 bytes in all), else defaults;
-//               for mode 1, bits 1-7 split the record bytes into chunks of (value + 1) bytes
-//   the rest    the manifest: JSON text (mode 0), records (mode 1), or for mode 2 entries of
+//               refresh does; 4 the same with inline content after the records (the changed
+//               files' bytes, each checked against its record's id with libgit2's hash)
+//   byte 1      limits: bit 0 small (8 entries, 64-byte files, 256 bytes in all; inline 32-byte
+//               files, 48 bytes in all), else defaults; for modes 1, 3 and 4, bits 1-7 split the
+//               body into chunks of (value + 1) bytes
+//   the rest    the manifest: JSON text (mode 0), records (modes 1 and 3), for mode 4 one byte
+//               of record count then records and inline contents (u32 record index + the
+//               record's size in bytes), or for mode 2 entries of
 //               "path \n mode-byte size-byte id(40) \n" (a missing part is left empty)
 // Invariants: no exception escapes; every accepted entry has a path that path_problem() accepts
 // and that this file checks again on its own (relative, no empty/./.. component, no component
 // that lowercases to ".git" once trailing dots and spaces are dropped, no "git~1", no NUL or
-// backslash), a known mode, a 40-hex id, a size within the per-file bound; accepted entries are
+// control character), a known mode, a 40-hex id, a size within the per-file bound; accepted entries are
 // sorted, unique, and none is a folder of another; their count and total are within the limits;
 // for mode 2, accepted + refused equals the entries given; every refusal and error has a reason.
+// Accepted inline content (mode 4): record indexes in range and increasing, never a removal, each
+// content exactly its record's size and within the inline bounds, the whole within them too, and
+// its blob id (computed here again) its record's id.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,7 +64,8 @@ bool looks_like_dotgit(std::string_view component) {
 void check_path(std::string_view path) {
   if (review::path_problem(path)) fail("an accepted path fails path_problem:", path);
   if (path.empty() || path.front() == '/' || path.size() > review::kMaxPathBytes) fail("an accepted path is empty, absolute or too long:", path);
-  if (path.find('\0') != std::string_view::npos || path.find('\\') != std::string_view::npos) fail("an accepted path holds NUL or a backslash:", path);
+  for (unsigned char c : path)
+    if (c < 0x20 || c == 0x7f) fail("an accepted path holds NUL or a control character:", path);
   std::size_t start = 0;
   for (;;) {
     std::size_t slash = path.find('/', start);
@@ -108,9 +117,46 @@ const review::Manifest& previous_view() {
   return view;
 }
 
-// Modes 1 and 3: the channel's decoder, then the review side's validation (or the patch of the
-// last view with a partial manifest), as a refresh does.
-void from_records(std::string_view body, unsigned chunk, const review::ManifestLimits& limits, bool partial) {
+std::uint32_t u32_at(std::string_view b, std::size_t at) {
+  std::uint32_t v = 0;
+  for (std::size_t k = 0; k < 4; ++k) v = (v << 8) | static_cast<unsigned char>(b[at + k]);
+  return v;
+}
+
+// The git blob id of `content`, by libgit2 (a second opinion on the host's OpenSSL one).
+std::string git_blob_id(std::string_view content) {
+  git_oid oid;
+  if (git_odb_hash(&oid, content.data(), content.size(), GIT_OBJECT_BLOB) != 0) fail("git_odb_hash failed");
+  char hex[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(hex, sizeof hex, &oid);
+  return hex;
+}
+
+// The inline contents a decoder accepted, against the records and bounds.
+void check_inlined(const std::vector<wire::InlinedContent>& inlined, const std::vector<wire::ManifestEntry>& entries,
+                   const wire::InlineBounds& bounds, const wire::WorkspaceManifestResult& announced) {
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < inlined.size(); ++i) {
+    const auto& c = inlined[i];
+    if (c.entry >= entries.size()) fail("an accepted inline content names a record out of range");
+    if (i > 0 && c.entry <= inlined[i - 1].entry) fail("accepted inline contents out of order");
+    const auto& e = entries[c.entry];
+    if (e.mode == wire::kModeRemoved) fail("an accepted inline content for a removal:", e.path);
+    if (c.content.size() != e.size) fail("an accepted inline content of another size than its record:", e.path);
+    if (static_cast<std::int64_t>(c.content.size()) > bounds.max_file_bytes) fail("an accepted inline content over the per-file bound");
+    if (git_blob_id(c.content) != e.id) fail("an accepted inline content whose blob id is not its record's:", e.path);
+    total += static_cast<std::int64_t>(c.content.size());
+  }
+  if (total > bounds.max_total_bytes) fail("accepted inline content over the total bound");
+  if (static_cast<std::int64_t>(inlined.size()) != announced.inlined || total != announced.inline_bytes)
+    fail("accepted inline content other than announced");
+}
+
+// Modes 1, 3 and 4: the channel's decoder, then the review side's validation (or the patch of the
+// last view with a partial manifest), as a refresh does. `records`: how many records come before
+// the inline content (mode 4), else every record in the body.
+void from_records(std::string_view body, unsigned chunk, const review::ManifestLimits& limits, bool partial,
+                  std::optional<std::size_t> records = std::nullopt, const wire::InlineBounds& inline_bounds = {}) {
   wire::WorkspaceBounds bounds;
   bounds.max_entries = static_cast<std::int64_t>(limits.max_entries);
   bounds.max_file_bytes = static_cast<std::int64_t>(limits.max_blob_bytes);
@@ -119,19 +165,33 @@ void from_records(std::string_view body, unsigned chunk, const review::ManifestL
   wire::WorkspaceManifestResult announced;
   announced.body = static_cast<std::int64_t>(body.size());
   if (partial) announced.since = 1;
-  for (std::size_t at = 0; at + 34 <= body.size();) {
+  std::vector<std::uint64_t> sizes;
+  std::size_t at = 0;
+  while (at + 34 <= body.size() && (!records || sizes.size() < *records)) {
     std::size_t len = (static_cast<unsigned char>(body[at + 32]) << 8) | static_cast<unsigned char>(body[at + 33]);
     std::uint64_t size = 0;
     for (int k = 0; k < 8; ++k) size = (size << 8) | static_cast<unsigned char>(body[at + 24 + static_cast<std::size_t>(k)]);
-    announced.entries++;
-    announced.bytes += static_cast<std::int64_t>(std::min<std::uint64_t>(size, std::uint64_t{1} << 40));  // no overflow
+    size = std::min<std::uint64_t>(size, std::uint64_t{1} << 40);  // no overflow
+    sizes.push_back(size);
+    // Sizes over the per-entry bound are not in the total (the review refuses those entries).
+    if (size <= wire::max_entry_size(u32_at(body, at), bounds)) announced.bytes += static_cast<std::int64_t>(size);
     at += 34 + len;
   }
-  wire::ManifestDecoder decoder(announced, bounds);
-  for (std::size_t at = 0; at < body.size(); at += chunk)
-    if (!decoder.feed(body.substr(at, chunk))) return;
+  announced.entries = static_cast<std::int64_t>(sizes.size());
+  // Then the inline contents, each the size of the record it names (or what is left).
+  while (records && at + 4 <= body.size()) {
+    std::uint32_t index = u32_at(body, at);
+    std::uint64_t size = index < sizes.size() ? std::min<std::uint64_t>(sizes[index], body.size() - at - 4) : 0;
+    announced.inlined++;
+    announced.inline_bytes += static_cast<std::int64_t>(size);
+    at += 4 + size;
+  }
+  wire::ManifestDecoder decoder(announced, bounds, inline_bounds, git_blob_id);
+  for (std::size_t from = 0; from < body.size(); from += chunk)
+    if (!decoder.feed(body.substr(from, chunk))) return;
   auto entries = decoder.finish();
   if (!entries) return;
+  check_inlined(decoder.take_inlined(), *entries, inline_bounds, announced);
   std::vector<review::ManifestEntry> raw;
   for (auto& e : *entries) raw.push_back({std::move(e.path), e.mode, std::move(e.id), e.size});
   std::size_t given = raw.size();
@@ -176,21 +236,27 @@ void from_lines(std::string_view rest, const review::ManifestLimits& limits) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
   std::string_view input(reinterpret_cast<const char*>(data), size);
-  unsigned mode = static_cast<unsigned char>(input[0]) % 4;
+  unsigned mode = static_cast<unsigned char>(input[0]) % 5;
   unsigned flags = static_cast<unsigned char>(input[1]);
   std::string_view rest = input.substr(2);
   review::ManifestLimits limits;
+  wire::InlineBounds inline_bounds;
   if (flags & 1) {
     limits.max_entries = 8;
     limits.max_blob_bytes = 64;
     limits.max_total_bytes = 256;
+    inline_bounds = wire::InlineBounds{32, 48};
   }
   try {
     switch (mode) {
       case 0: check(review::parse_manifest_json(rest, limits), limits, SIZE_MAX); break;
       case 1: from_records(rest, (flags >> 1) + 1, limits, false); break;
       case 2: from_lines(rest, limits); break;
-      default: from_records(rest, (flags >> 1) + 1, limits, true); break;
+      case 3: from_records(rest, (flags >> 1) + 1, limits, true); break;
+      default:
+        if (!rest.empty())
+          from_records(rest.substr(1), (flags >> 1) + 1, limits, true, static_cast<unsigned char>(rest[0]), inline_bounds);
+        break;
     }
   } catch (...) {
     fail("an exception escaped");

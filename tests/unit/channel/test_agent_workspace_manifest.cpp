@@ -156,7 +156,7 @@ TEST_CASE("agent workspace: after a checkout the first manifest takes unchanged 
   CHECK(h.shutdown() == 0);
 }
 
-TEST_CASE("agent workspace: manifest bounds are refused by the agent with the biggest offenders", "[channel][e2e][workspace]") {
+TEST_CASE("agent workspace: a file over the size limit is listed unread, the count bound names the biggest folders", "[channel][e2e][workspace]") {
   World w;
   std::string c1 = seed(w);
   AgentHarness h;
@@ -165,10 +165,20 @@ TEST_CASE("agent workspace: manifest bounds are refused by the agent with the bi
   wire::WorkspaceManifestParams p;
   p.path = w.ws.string();
   p.bounds.max_file_bytes = 4096;
-  auto too_big = wait_for<channel::WorkspaceManifest>(h, [&](auto d) { h.client->manifest(p, d); });
-  REQUIRE_FALSE(too_big);
-  CHECK(too_big.error().code == ErrorCode::kLimitExceeded);
-  CHECK_THAT(too_big.error().message, Catch::Contains("1 file(s) are over the limit") && Catch::Contains("big.bin"));
+  // Listed with its size and a zero id, and left out of the byte total: the host refuses it by
+  // name and reviews the rest.
+  auto listed = wait_for<channel::WorkspaceManifest>(h, [&](auto d) { h.client->manifest(p, d); });
+  REQUIRE(listed);
+  const auto* big = find(*listed, "big.bin");
+  REQUIRE(big);
+  CHECK(big->size == 5000);
+  CHECK(big->id == std::string(40, '0'));
+  std::uint64_t others = 0;
+  for (const auto& e : listed->entries)
+    if (e.path != "big.bin") others += e.size;
+  CHECK(listed->summary.bytes == static_cast<std::int64_t>(others));
+  REQUIRE(find(*listed, "a.txt"));
+  CHECK(find(*listed, "a.txt")->id == w.hash_object("a.txt"));
   p.bounds = {};
   p.bounds.max_entries = 3;
   auto too_many = wait_for<channel::WorkspaceManifest>(h, [&](auto d) { h.client->manifest(p, d); });
@@ -330,7 +340,7 @@ TEST_CASE("agent workspace: a partial manifest holds only what changed since the
   write(w.ws / "new" / "c.txt", "charlie, written before the refusal\n");
   wire::WorkspaceManifestParams small;
   small.path = w.ws.string();
-  small.bounds.max_file_bytes = 1000;
+  small.bounds.max_total_bytes = 1000;
   small.since = m9->summary.manifest;
   auto refused = wait_for<channel::WorkspaceManifest>(h, [&](auto d) { h.client->manifest(small, d); });
   REQUIRE_FALSE(refused);
@@ -391,4 +401,93 @@ TEST_CASE("agent workspace: the watch names written files, and anything structur
   fs::remove_all(root / "fresh");
   CHECK(watch.take().structural);
   CHECK(watch.watches() == 3);  // fresh and fresh/deeper's watches went with them
+}
+
+// ---- inline content in partial manifests
+
+namespace {
+
+Result<channel::WorkspaceManifest> manifest_inline(AgentHarness& h, World& w, std::optional<std::int64_t> since, wire::InlineBounds bounds = {}) {
+  wire::WorkspaceManifestParams p;
+  p.path = w.ws.string();
+  p.since = since;
+  p.inline_content = bounds;
+  return wait_for<channel::WorkspaceManifest>(h, [&](auto done) { h.client->manifest(p, done); });
+}
+
+// path -> inlined content.
+std::map<std::string, std::string> inlined_by_path(const channel::WorkspaceManifest& m) {
+  std::map<std::string, std::string> out;
+  for (const auto& c : m.inlined) out[m.entries.at(c.entry).path] = c.content;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("agent workspace: a partial manifest carries the changed files it read, within the host's bounds", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  AgentHarness h;
+  REQUIRE(import(h, w.checkout(c1), w.pack(c1)));
+  write(w.ws / "a.txt", "alpha, edited before the first manifest\n");
+  // A whole manifest carries no content, even when asked (the host has most blobs then).
+  auto m1 = manifest_inline(h, w, std::nullopt);
+  REQUIRE(m1);
+  CHECK(m1->inlined.empty());
+  CHECK(m1->summary.inlined == 0);
+
+  write(w.ws / "a.txt", "alpha, edited\n");
+  write(w.ws / "big.txt", std::string(3000, 'b'));  // over the per-file bound asked below
+  write(w.ws / "new" / "c1.txt", std::string(100, '1'));
+  write(w.ws / "new" / "c2.txt", std::string(100, '2'));
+  write(w.ws / "new" / "c3.txt", std::string(100, '3'));  // past the total bound: 14 + 100 + 100 + 100 > 250
+  write(w.ws / "new" / "d.txt", "");
+  fs::create_symlink("../a.txt", w.ws / "new" / "up");
+  fs::remove(w.ws / "dir" / "b.txt");
+  wire::InlineBounds bounds{2000, 250};
+  auto m2 = manifest_inline(h, w, m1->summary.manifest, bounds);
+  REQUIRE(m2);
+  REQUIRE(m2->summary.since == m1->summary.manifest);
+  std::vector<std::string> records;
+  for (const auto& e : m2->entries) records.push_back(e.path);
+  CHECK(records == std::vector<std::string>{"a.txt", "big.txt", "dir/b.txt", "new/c1.txt", "new/c2.txt", "new/c3.txt", "new/d.txt", "new/up"});
+  // In record order while the total fits: a.txt (14), c1 and c2 (100 each), then c3 would pass
+  // 250, the empty file and the symlink (8) still fit. Never the removal, never big.txt.
+  auto got = inlined_by_path(*m2);
+  CHECK(got == std::map<std::string, std::string>{{"a.txt", "alpha, edited\n"},
+                                                  {"new/c1.txt", std::string(100, '1')},
+                                                  {"new/c2.txt", std::string(100, '2')},
+                                                  {"new/d.txt", ""},
+                                                  {"new/up", "../a.txt"}});
+  CHECK(m2->summary.inlined == 5);
+  CHECK(m2->summary.inline_bytes == 14 + 100 + 100 + 0 + 8);
+  for (std::size_t i = 1; i < m2->inlined.size(); ++i) CHECK(m2->inlined[i - 1].entry < m2->inlined[i].entry);
+  for (const auto& c : m2->inlined) CHECK(c.content.size() == m2->entries[c.entry].size);
+  CHECK(find(*m2, "a.txt")->id == w.hash_object("a.txt"));
+
+  // Changed since m1 but not read for this manifest (the watch saw nothing since m2, the ids are
+  // m2's): records, and no content.
+  auto m3 = manifest_inline(h, w, m1->summary.manifest, bounds);
+  REQUIRE(m3);
+  REQUIRE(m3->summary.since == m1->summary.manifest);
+  CHECK(m3->entries.size() == m2->entries.size());
+  CHECK(m3->summary.hashed == 0);
+  CHECK(m3->inlined.empty());
+
+  // Not asked: no content. Asked: a content past the inline `data` bound comes on the stream.
+  write(w.ws / "a.txt", "alpha, third\n");
+  auto m4 = manifest_since(h, w, m3->summary.manifest);
+  REQUIRE(m4);
+  REQUIRE(m4->entries.size() == 1);
+  CHECK(m4->inlined.empty());
+  std::string large(100000, 'L');
+  write(w.ws / "a.txt", large);
+  auto m5 = manifest_inline(h, w, m4->summary.manifest);
+  REQUIRE(m5);
+  CHECK(m5->summary.stream != 0);
+  REQUIRE(m5->inlined.size() == 1);
+  CHECK(m5->inlined[0].content == large);
+  CHECK(m5->entries[m5->inlined[0].entry].id == w.hash_object("a.txt"));
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
 }

@@ -1,8 +1,10 @@
-// The workspace's wire records on their own (manifest and export decoders), a scripted lying
-// agent whose manifest breaks the host's bounds (it fails the channel), and git's index as the
-// agent reads it.
+// The workspace's wire records on their own (manifest and export decoders, a partial manifest's
+// inline content), a scripted lying agent whose manifest breaks the host's bounds or framing or
+// sends inline content it should not (it fails the channel) or lists entries the review must
+// refuse (handed over intact), and git's index as the agent reads it.
 #include <sys/socket.h>
 
+#include "guest/workspace_hash.h"
 #include "guest/workspace_index.h"
 #include "protocol/channel/base64.h"
 #include "tests/unit/channel/lying_world.h"
@@ -62,7 +64,7 @@ TEST_CASE("lying agent: a manifest over the host's bounds fails the channel", "[
     CHECK(got->error().code == ErrorCode::kUnavailable);
     CHECK(t.finish() == 0);
   }
-  SECTION("a file larger than the host accepts") {
+  SECTION("a file larger than the host accepts, counted in the total as if it could be taken") {
     Liar t;
     std::string body = record("huge", 1ull << 40);
     t.agent->on_request([&](LyingAgent& a, const protocol::Request& r) {
@@ -72,9 +74,35 @@ TEST_CASE("lying agent: a manifest over the host's bounds fails the channel", "[
     std::optional<Result<channel::WorkspaceManifest>> got;
     t.client->manifest(wire::WorkspaceManifestParams{}, [&](Result<channel::WorkspaceManifest> r) { got.emplace(std::move(r)); });
     REQUIRE(t.loop.run_until([&] { return t.failure.has_value() && got.has_value(); }));
-    CHECK_THAT(t.failure->message, Catch::Contains("\"huge\" is 1099511627776 bytes; the limit is 268435456"));
+    CHECK_THAT(t.failure->message, Catch::Contains("holds 1 entries of 0 bytes, but announced 1 entries of 1 bytes"));
     CHECK(t.finish() == 0);
   }
+}
+
+TEST_CASE("lying agent: entries the review must refuse are handed over as sent, the channel stays up", "[channel][hostile][workspace]") {
+  // Judging what an entry says is the review's (test_lying_agent_review.cpp): here they arrive intact.
+  Liar t;
+  std::string body = record("../x", 1) + record(".git/hooks/pre-commit", 1, wire::kModeExecutable) + record("/etc/passwd", 1) +
+                     record("dev", 1, 0020644) + record("huge", 1ull << 40) + record("link", 5000, wire::kModeSymlink);
+  t.agent->on_request([&](LyingAgent& a, const protocol::Request& r) {
+    // The file and the symlink over their limits are not in "bytes".
+    a.reply(r.id, json{{"manifest", 1}, {"entries", 6}, {"bytes", 4}, {"hashed", 6}, {"cached", 0}, {"skipped", 0},
+                       {"body", body.size()}, {"data", wire::base64_encode(body)}});
+  });
+  std::optional<Result<channel::WorkspaceManifest>> got;
+  t.client->manifest(wire::WorkspaceManifestParams{}, [&](Result<channel::WorkspaceManifest> r) { got.emplace(std::move(r)); });
+  REQUIRE(t.loop.run_until([&] { return got.has_value(); }));
+  REQUIRE(*got);
+  const auto& entries = (*got)->entries;
+  REQUIRE(entries.size() == 6);
+  CHECK(entries[0].path == "../x");
+  CHECK(entries[1].path == ".git/hooks/pre-commit");
+  CHECK(entries[2].path == "/etc/passwd");
+  CHECK(entries[3].mode == 0020644);
+  CHECK(entries[4].size == (1ull << 40));
+  CHECK(entries[5].size == 5000);
+  CHECK_FALSE(t.failure);
+  CHECK(t.finish() == 0);
 }
 
 TEST_CASE("lying agent: a partial manifest the host did not ask for, or for another manifest, fails the channel", "[channel][hostile][workspace]") {
@@ -126,18 +154,21 @@ TEST_CASE("workspace records: removal records only in a partial manifest, withou
     REQUIRE_FALSE(r);
     return r.error().message;
   };
-  CHECK_THAT(message(removal("b"), 1, 0, std::nullopt), Catch::Contains("has mode 0;"));  // a full manifest has no removals
   CHECK_THAT(message(removal("b", 5), 1, 0, 7), Catch::Contains("removes \"b\" but has a size or an id"));
   CHECK_THAT(message(removal("b", 0, 'a'), 1, 0, 7), Catch::Contains("but has a size or an id"));
-  CHECK_THAT(message(removal("../etc"), 1, 0, 7), Catch::Contains("has a \"..\" component"));
-  CHECK_THAT(message(record(".git/hooks/post-checkout", 1), 1, 1, 7), Catch::Contains("inside a .git folder"));
+  // In a whole manifest a removal record is an entry of mode 0, and the review refuses it; so is
+  // a removal of a path the review never held ("../etc"), in a partial one.
+  auto whole = decode(removal("b"), 1, 0, std::nullopt);
+  REQUIRE(whole);
+  CHECK((*whole)[0].mode == 0);
+  CHECK(decode(removal("../etc"), 1, 0, 7));
   CHECK_THAT(message(removal("b") + record("b", 1), 2, 1, 7), Catch::Contains("sorted and unique"));
   CHECK_THAT(message(record("a", 1) + removal("b"), 1, 1, 7), Catch::Contains("one more than the 1 announced"));
 }
 
 // ---- the record codecs alone
 
-TEST_CASE("workspace records: manifest decoder checks paths, order, modes and totals", "[channel][workspace]") {
+TEST_CASE("workspace records: manifest decoder checks framing, order and totals and passes entries on as sent", "[channel][workspace]") {
   wire::WorkspaceBounds bounds;
   auto decode = [&](const std::string& body, std::int64_t entries, std::int64_t bytes) {
     wire::WorkspaceManifestResult announced;
@@ -161,13 +192,20 @@ TEST_CASE("workspace records: manifest decoder checks paths, order, modes and to
     REQUIRE_FALSE(r);
     return r.error().message;
   };
-  CHECK_THAT(message(record("../x", 1), 1, 1), Catch::Contains("has a \"..\" component"));
-  CHECK_THAT(message(record("sub/.GIT/config", 1), 1, 1), Catch::Contains("inside a .git folder"));
-  CHECK_THAT(message(record("/etc/passwd", 1), 1, 1), Catch::Contains("is absolute"));
+  CHECK_THAT(message(record("", 1), 1, 1), Catch::Contains("has a path of 0 bytes; paths are 1 to 4096 bytes"));
+  CHECK_THAT(message(record(std::string(4097, 'x'), 1), 1, 1), Catch::Contains("has a path of 4097 bytes"));
   CHECK_THAT(message(record("b", 1) + record("a", 1), 2, 2), Catch::Contains("out of order"));
   CHECK_THAT(message(record("a", 1) + record("a", 1), 2, 2), Catch::Contains("sorted and unique"));
-  CHECK_THAT(message(record("a", 1, 0100600), 1, 1), Catch::Contains("mode 100600"));
-  CHECK_THAT(message(record("a", 5000, wire::kModeSymlink), 1, 5000), Catch::Contains("the limit is 4096"));
+  // Sizes over the limits are not in the total: announcing them there is a lie.
+  CHECK_THAT(message(record("a", 5000, wire::kModeSymlink), 1, 5000), Catch::Contains("holds 1 entries of 0 bytes, but announced 1 entries of 5000"));
+  auto over = decode(record("a", 5000, wire::kModeSymlink) + record("b", bounds.max_file_bytes + 1), 2, 0);
+  REQUIRE(over);
+  CHECK((*over)[1].size == static_cast<std::uint64_t>(bounds.max_file_bytes) + 1);
+  // What an entry says is the review's to judge: passed on as sent.
+  auto odd = decode(record("../x", 1) + record("/etc/passwd", 1) + record("a", 1, 0100600) + record("sub/.GIT/config", 1), 4, 4);
+  REQUIRE(odd);
+  CHECK((*odd)[0].path == "../x");
+  CHECK((*odd)[2].mode == 0100600);
   CHECK_THAT(message(record("a", 1), 1, 2), Catch::Contains("holds 1 entries of 1 bytes, but announced 1 entries of 2 bytes"));
   std::string cut = record("a", 1);
   cut.pop_back();
@@ -212,6 +250,173 @@ TEST_CASE("workspace records: export decoder follows the requested order and the
   CHECK_THAT(error({1}, rec(1, wire::kModeFile, "x") + rec(1, wire::kModeFile, "x")), Catch::Contains("more than the 1 requested"));
   CHECK_THAT(error({1, 2}, rec(1, wire::kModeFile, "x")), Catch::Contains("ended after 1 of 2 records"));
   CHECK_THAT(error({1}, rec(1, wire::kModeFile, "xyz").substr(0, 18)), Catch::Contains("in the middle of a record"));
+}
+
+// ---- inline content after a partial manifest's records
+
+namespace {
+
+// A record whose id is the blob id of `content` (as the agent computes it).
+std::string record_of(const std::string& path, const std::string& content, std::uint32_t mode = wire::kModeFile) {
+  std::string out;
+  wire::append_manifest_record(out, wire::ManifestEntry{path, mode, agent::blob_id(content), content.size()});
+  return out;
+}
+
+std::string removal_record(const std::string& path) {
+  std::string out;
+  wire::append_manifest_record(out, wire::ManifestEntry{path, wire::kModeRemoved, std::string(40, '0'), 0});
+  return out;
+}
+
+std::string content_of(std::uint32_t index, const std::string& content) {
+  std::string out;
+  wire::append_inline_content(out, index, content);
+  return out;
+}
+
+// What the host's AgentClient computes for each content.
+std::string host_blob_id(std::string_view content) { return agent::blob_id(content); }
+
+}  // namespace
+
+TEST_CASE("workspace records: inline content follows the records, checked against the bounds and the ids", "[channel][workspace][hostile]") {
+  wire::InlineBounds bounds{10, 15};
+  // `entries` records, then contents; `inlined` and `inline_bytes` as announced.
+  auto decode = [&](const std::string& body, std::int64_t entries, std::int64_t bytes, std::int64_t inlined, std::int64_t inline_bytes,
+                    std::size_t chunk) -> Result<std::pair<std::vector<wire::ManifestEntry>, std::vector<wire::InlinedContent>>> {
+    wire::WorkspaceManifestResult announced;
+    announced.since = 3;
+    announced.entries = entries;
+    announced.bytes = bytes;
+    announced.inlined = inlined;
+    announced.inline_bytes = inline_bytes;
+    announced.body = static_cast<std::int64_t>(body.size());
+    wire::ManifestDecoder d(announced, wire::WorkspaceBounds{}, bounds, host_blob_id);
+    for (std::size_t at = 0; at < body.size(); at += chunk)
+      if (auto fed = d.feed(std::string_view(body).substr(at, chunk)); !fed) return fed.error();
+    auto decoded = d.finish();
+    if (!decoded) return decoded.error();
+    return std::make_pair(std::move(*decoded), d.take_inlined());
+  };
+  std::string records = record_of("a", "hello") + removal_record("b") + record_of("c", "") + record_of("d", "0123456789");
+  std::string good = records + content_of(0, "hello") + content_of(2, "") + content_of(3, "0123456789");
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{7}, good.size()}) {
+    INFO("chunk " << chunk);
+    auto r = decode(good, 4, 15, 3, 15, chunk);
+    REQUIRE(r);
+    REQUIRE(r->second.size() == 3);
+    CHECK(r->second[0].entry == 0);
+    CHECK(r->second[0].content == "hello");
+    CHECK(r->second[1].entry == 2);
+    CHECK(r->second[1].content.empty());
+    CHECK(r->second[2].entry == 3);
+    CHECK(r->second[2].content == "0123456789");
+  }
+  auto message = [&](const std::string& inline_part, std::int64_t inlined, std::int64_t inline_bytes) {
+    auto r = decode(records + inline_part, 4, 15, inlined, inline_bytes, 5);
+    REQUIRE_FALSE(r);
+    return r.error().message;
+  };
+  CHECK_THAT(message(content_of(4, ""), 1, 0), Catch::Contains("inline content 0 names record 4 of 4"));
+  CHECK_THAT(message(content_of(2, "") + content_of(0, "hello"), 2, 5), Catch::Contains("names record 0 after record 2: indexes must increase"));
+  CHECK_THAT(message(content_of(2, "") + content_of(2, ""), 2, 0), Catch::Contains("indexes must increase"));
+  CHECK_THAT(message(content_of(1, ""), 1, 0), Catch::Contains("is for record 1, which removes \"b\""));
+  CHECK_THAT(message(content_of(0, "hellO"), 1, 5), Catch::Contains("inline content 0 (\"a\") has blob id " + agent::blob_id("hellO") +
+                                                                     ", but its record says " + agent::blob_id("hello")));
+  CHECK_THAT(message(content_of(0, "hello"), 2, 5), Catch::Contains("carries 1 inline contents of 5 bytes, but announced 2 of 5 bytes"));
+  CHECK_THAT(message(content_of(0, "hello"), 1, 6), Catch::Contains("carries 1 inline contents of 5 bytes, but announced 1 of 6 bytes"));
+  CHECK_THAT(message(content_of(0, "hello") + content_of(2, ""), 1, 5), Catch::Contains("inline content 1 is one more than the 1 announced"));
+  CHECK_THAT(message(content_of(0, "hel"), 1, 5), Catch::Contains("ended after"));
+  // Over the bounds the host asked for: one file, and all together.
+  std::string big = std::string(11, 'x');
+  std::string with_big = record_of("a", big) + content_of(0, big);
+  auto over_file = decode(with_big, 1, 11, 1, 11, 4);
+  REQUIRE_FALSE(over_file);
+  CHECK_THAT(over_file.error().message, Catch::Contains("is for \"a\" of 11 bytes; the host asked for files up to 10"));
+  std::string two = record_of("a", "0123456789") + record_of("b", "012345") + content_of(0, "0123456789") + content_of(1, "012345");
+  auto over_total = decode(two, 2, 16, 2, 16, 4);
+  REQUIRE_FALSE(over_total);
+  CHECK_THAT(over_total.error().message, Catch::Contains("inline content 1 brings the inline content over the 15 bytes"));
+  // Without a way to compute ids, nothing inline is accepted.
+  wire::WorkspaceManifestResult announced;
+  announced.since = 3;
+  announced.entries = 1;
+  announced.bytes = 5;
+  announced.inlined = 1;
+  announced.inline_bytes = 5;
+  std::string unchecked = record_of("a", "hello") + content_of(0, "hello");
+  announced.body = static_cast<std::int64_t>(unchecked.size());
+  wire::ManifestDecoder blind(announced, wire::WorkspaceBounds{}, bounds);
+  auto fed = blind.feed(unchecked);
+  REQUIRE_FALSE(fed);
+  CHECK_THAT(fed.error().message, Catch::Contains("cannot be checked"));
+}
+
+TEST_CASE("lying agent: inline content that breaks the rules fails the channel", "[channel][hostile][workspace]") {
+  // The answer to a partial manifest asked for with inline content: `records`, then `contents`.
+  auto answer = [](const std::string& records, const std::string& contents, std::int64_t entries, std::int64_t bytes, std::int64_t inlined,
+                   std::int64_t inline_bytes, std::optional<std::int64_t> since = 1) {
+    std::string body = records + contents;
+    json j{{"manifest", 9}, {"entries", entries}, {"bytes", bytes}, {"hashed", entries}, {"cached", 0}, {"skipped", 0},
+           {"body", body.size()}, {"data", wire::base64_encode(body)}, {"inlined", inlined}, {"inlineBytes", inline_bytes}};
+    if (since) j["since"] = *since;
+    return j;
+  };
+  auto failure = [](const json& reply, std::optional<wire::InlineBounds> asked, std::optional<std::int64_t> since = 1) {
+    Liar t;
+    t.agent->on_request([&](LyingAgent& a, const protocol::Request& r) { a.reply(r.id, reply); });
+    wire::WorkspaceManifestParams p;
+    p.since = since;
+    p.inline_content = asked;
+    std::optional<Result<channel::WorkspaceManifest>> got;
+    t.client->manifest(p, [&](Result<channel::WorkspaceManifest> r) { got.emplace(std::move(r)); });
+    REQUIRE(t.loop.run_until([&] { return t.failure.has_value() && got.has_value(); }));
+    REQUIRE_FALSE(*got);
+    CHECK(got->error().code == ErrorCode::kUnavailable);
+    std::string why = t.failure->message;
+    CHECK(t.finish() == 0);
+    return why;
+  };
+  wire::InlineBounds asked{100, 1000};
+  std::string hello = record_of("a.txt", "hello");
+  CHECK_THAT(failure(answer(hello, content_of(0, "hellO"), 1, 5, 1, 5), asked),
+             Catch::Contains("workspace.manifest: inline content 0 (\"a.txt\") has blob id " + agent::blob_id("hellO")));
+  CHECK_THAT(failure(answer(hello + removal_record("b"), content_of(1, ""), 2, 5, 1, 0), asked),
+             Catch::Contains("is for record 1, which removes \"b\""));
+  CHECK_THAT(failure(answer(hello, content_of(7, ""), 1, 5, 1, 0), asked), Catch::Contains("names record 7 of 1"));
+  std::string two = record_of("a", "1") + record_of("b", "2");
+  CHECK_THAT(failure(answer(two, content_of(1, "2") + content_of(0, "1"), 2, 2, 2, 2), asked), Catch::Contains("indexes must increase"));
+  std::string big(101, 'x');
+  CHECK_THAT(failure(answer(record_of("a", big), content_of(0, big), 1, 101, 1, 101), asked),
+             Catch::Contains("the host asked for files up to 100"));
+  CHECK_THAT(failure(answer(hello, "", 1, 5, 1, 5), asked), Catch::Contains("too short for 1 entries and 1 inline contents"));
+  CHECK_THAT(failure(answer(hello, content_of(0, "hello"), 1, 5, 1, 4), asked), Catch::Contains("over the 4 bytes announced"));
+  CHECK_THAT(failure(answer(hello, content_of(0, "hello"), 1, 5, 1, 2000), asked), Catch::Contains("\"inlineBytes\""));  // over what was asked
+  CHECK_THAT(failure(answer(hello, content_of(0, "hello"), 1, 5, 1, 5), std::nullopt), Catch::Contains("the host asked for no inline content"));
+  CHECK_THAT(failure(answer(hello, content_of(0, "hello"), 1, 5, 1, 5, std::nullopt), asked, std::nullopt),
+             Catch::Contains("only a partial manifest carries inline content"));
+}
+
+TEST_CASE("lying agent: inline content checked right is handed over with its entry", "[channel][hostile][workspace]") {
+  Liar t;
+  std::string body = record_of("a.txt", "hello") + record_of("b.txt", "bye") + content_of(1, "bye");
+  t.agent->on_request([&](LyingAgent& a, const protocol::Request& r) {
+    a.reply(r.id, json{{"manifest", 9}, {"entries", 2}, {"bytes", 8}, {"hashed", 2}, {"cached", 0}, {"skipped", 0}, {"body", body.size()},
+                       {"data", wire::base64_encode(body)}, {"inlined", 1}, {"inlineBytes", 3}, {"since", 1}});
+  });
+  wire::WorkspaceManifestParams p;
+  p.since = 1;
+  p.inline_content = wire::InlineBounds{};
+  std::optional<Result<channel::WorkspaceManifest>> got;
+  t.client->manifest(p, [&](Result<channel::WorkspaceManifest> r) { got.emplace(std::move(r)); });
+  REQUIRE(t.loop.run_until([&] { return got.has_value(); }));
+  REQUIRE(*got);
+  REQUIRE((*got)->inlined.size() == 1);
+  CHECK((*got)->inlined[0].entry == 1);
+  CHECK((*got)->inlined[0].content == "bye");
+  CHECK_FALSE(t.failure);
+  CHECK(t.finish() == 0);
 }
 
 // ---- git's index, read by the agent

@@ -1,0 +1,133 @@
+// A lying agent's manifest through a whole review (SandboxWorkspace::refresh on a real snapshot
+// of a real git repository): entries that name paths outside the workspace or in .git, a device,
+// a file over the size limit are refused one by one, each with its reason; the rest is reviewed
+// as usual; a refused file the snapshot holds shows no change (it is not read as deleted, so
+// applying everything cannot delete it on the host); the guest is reported as misbehaving; the
+// channel stays up.
+#include <chrono>
+#include <fstream>
+#include <iterator>
+
+#include "guest/workspace_hash.h"
+#include "protocol/channel/base64.h"
+#include "server/core/sandbox_workspace.h"
+#include "tests/support/shell.h"
+#include "tests/support/temp_dir.h"
+#include "tests/unit/channel/lying_world.h"
+
+using namespace lockroom;
+using namespace lockroom::testing;
+using protocol::json;
+namespace wire = protocol::channel;
+namespace review = workspace::review;
+
+namespace {
+
+std::string record(const std::string& path, std::uint32_t mode, const std::string& id, std::uint64_t size) {
+  std::string out;
+  wire::append_manifest_record(out, wire::ManifestEntry{path, mode, id, size});
+  return out;
+}
+
+const review::EntryRefusal* refusal_of(const core::ChangeSet& set, const std::string& path) {
+  for (const auto& r : set.refused)
+    if (r.path == path) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("lying agent: a review refuses bad entries one by one and keeps the rest, the channel stays up", "[channel][hostile][workspace]") {
+  TempDir host("lockroom-lying-review"), cache("lockroom-lying-cache");
+  host.write("hello.txt", "hello\n");
+  host.write("keep.txt", "keep\n");
+  host.write("big.bin", "small for now\n");
+  sh("cd '" + host.path().string() + "' && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -q -m base");
+
+  LyingWorld t;
+  t.wait_ready();
+  auto& agent = t.agent_client();
+
+  core::WorkspaceRequest request;
+  request.path = host.path().string();
+  request.limits.max_file_bytes = 1 << 20;
+  std::unique_ptr<core::SandboxWorkspace> ws;
+  std::optional<Error> snapshot_error;
+  core::SandboxWorkspace::snapshot(t.loop.get(), cache.path(), request, [&](Result<std::unique_ptr<core::SandboxWorkspace>> r) {
+    if (r) ws = std::move(*r);
+    else snapshot_error = r.error();
+  });
+  REQUIRE(t.loop.run_until([&] { return ws || snapshot_error; }, std::chrono::seconds(60)));
+  REQUIRE(ws);
+
+  // The guest's tree as a lying agent tells it: hello.txt moved to moved.txt (a blob the store
+  // has: no export), keep.txt as it was, and five entries lockroom must refuse.
+  const std::string hello = agent::blob_id("hello\n"), keep = agent::blob_id("keep\n");
+  std::string body = record("../escape", wire::kModeFile, hello, 6) +                 // outside the workspace
+                     record(".git/hooks/post-checkout", wire::kModeExecutable, hello, 6) +  // a hook
+                     record("/etc/passwd", wire::kModeFile, hello, 6) +              // absolute
+                     record("big.bin", wire::kModeFile, std::string(40, '0'), 1ull << 40) +  // over the limit, unread
+                     record("dev", 0020644, hello, 6) +                             // a character device
+                     record("keep.txt", wire::kModeFile, keep, 5) + record("moved.txt", wire::kModeFile, hello, 6);
+  int manifests = 0;
+  t.agent->on_request([&](LyingAgent& a, const protocol::Request& r) {
+    if (r.method != wire::method::kWorkspaceManifest) return a.reply_error(r.id, -32601, "not scripted: " + r.method);
+    manifests++;
+    // Every size counts in "bytes" but the one over the limit.
+    a.reply(r.id, json{{"manifest", manifests}, {"entries", 7}, {"bytes", 6 * 4 + 5 + 6}, {"hashed", 7}, {"cached", 0}, {"skipped", 0},
+                       {"body", body.size()}, {"data", wire::base64_encode(body)}});
+  });
+  std::vector<core::MisbehaviourEvent> reported;
+  ws->on_refused([&](const core::MisbehaviourEvent& e) { reported.push_back(e); });
+  std::optional<Result<core::ChangeSet>> got;
+  ws->refresh(agent, [&](Result<core::ChangeSet> r) { got.emplace(std::move(r)); });
+  REQUIRE(t.loop.run_until([&] { return got.has_value(); }, std::chrono::seconds(60)));
+  REQUIRE(*got);
+  const core::ChangeSet& set = **got;
+  // Reported as a misbehaving guest, once for this review.
+  REQUIRE(reported.size() == 1);
+  CHECK(reported[0].count == 5);
+  CHECK(reported[0].entries.size() == 5);
+  CHECK_THAT(reported[0].message, Catch::Contains("5 entries lockroom refused"));
+
+  // Each refused entry by name, with what is wrong with it.
+  REQUIRE(set.refused.size() == 5);
+  REQUIRE(refusal_of(set, "../escape"));
+  CHECK_THAT(refusal_of(set, "../escape")->reason, Catch::Contains("'..'"));
+  REQUIRE(refusal_of(set, ".git/hooks/post-checkout"));
+  CHECK_THAT(refusal_of(set, ".git/hooks/post-checkout")->reason, Catch::Contains(".git"));
+  REQUIRE(refusal_of(set, "/etc/passwd"));
+  CHECK_THAT(refusal_of(set, "/etc/passwd")->reason, Catch::Contains("absolute"));
+  REQUIRE(refusal_of(set, "big.bin"));
+  CHECK_THAT(refusal_of(set, "big.bin")->reason, Catch::Contains("1099511627776 bytes, over the limit of 1048576"));
+  REQUIRE(refusal_of(set, "dev"));
+  CHECK_THAT(refusal_of(set, "dev")->reason, Catch::Contains("mode 020644"));
+
+  // The rest is reviewed: the rename, and nothing else. big.bin keeps the snapshot's version (no
+  // deletion to apply); keep.txt is unchanged.
+  const auto& files = set.changes->list();
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].status == review::ChangeStatus::kRenamed);
+  CHECK(files[0].old_path == "hello.txt");
+  CHECK(files[0].path == "moved.txt");
+  CHECK(set.changes->find("big.bin") == nullptr);
+  CHECK(set.blobs_fetched == 0);
+
+  // The channel is up: the sandbox goes on, and the next review asks again (a whole listing,
+  // since a view with refusals is not kept).
+  CHECK_FALSE(t.failure);
+  got.reset();
+  ws->refresh(agent, [&](Result<core::ChangeSet> r) { got.emplace(std::move(r)); });
+  REQUIRE(t.loop.run_until([&] { return got.has_value(); }, std::chrono::seconds(60)));
+  REQUIRE(*got);
+  CHECK(manifests == 2);
+  CHECK((*got)->refused.size() == 5);
+  CHECK_FALSE((*got)->steps.partial);
+
+  // The host workspace is as it was.
+  std::ifstream big(host / "big.bin", std::ios::binary);
+  CHECK(std::string(std::istreambuf_iterator<char>(big), {}) == "small for now\n");
+  CHECK(std::filesystem::exists(host / "hello.txt"));
+  ws.reset();
+  CHECK(t.finish() == 0);
+}
