@@ -14,7 +14,9 @@
 //    runs around them) to see what dominates.
 // 2. incremental sync: 3 files changed on the host, SandboxWorkspace::sync, N runs.
 // 3. review: a guest process changes 100 files; refresh, then list() and diff_all(); N runs, with
-//    the refresh's own steps (ChangeSet::steps) for the split and a whole manifest alone.
+//    the refresh's own steps (ChangeSet::steps) for the split and a whole manifest alone. After
+//    the first refresh the manifest is partial and carries the changed files' content inline, so
+//    the export round trip runs only for files it could not carry (the table says how many).
 // Prints Markdown tables (medians, min, max, ratios) for docs/benchmarks/workspace.md.
 #include <unistd.h>
 
@@ -97,8 +99,9 @@ struct Results {
   std::vector<double> sync_total, sync_pack, sync_guest, sync_snapshot, sync_scan, sync_store, sync_send, sync_checkout;
   std::uint64_t sync_objects = 0, sync_bytes = 0;
   std::vector<double> manifest, refresh, compute, list, diff_all, refresh_list, refresh_diff, validate, missing, tree, fetch_rest;
-  std::vector<double> first_refresh, step_manifest;
+  std::vector<double> first_refresh, step_manifest, store_inlined;
   std::uint64_t review_files = 0, review_blobs = 0;
+  std::int64_t review_inlined = 0, review_exported = 0;
   bool review_partial = false;
   std::int64_t review_records = 0;
 };
@@ -272,6 +275,7 @@ void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int
     if (!diffs.ok()) throw std::runtime_error("diff_all: " + diffs.error().message);
     out.step_manifest.push_back(set.steps.manifest_ms);
     out.validate.push_back(set.steps.check_ms);
+    out.store_inlined.push_back(set.steps.store_inlined_ms);
     out.fetch_rest.push_back(set.steps.fetch_ms);
     out.tree.push_back(set.steps.tree_ms);
     out.compute.push_back(set.steps.compute_ms);
@@ -283,6 +287,8 @@ void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int
     out.refresh_list.push_back(refresh + list);
     out.refresh_diff.push_back(refresh + diff_all);
     out.review_blobs = set.blobs_fetched;
+    out.review_inlined = set.steps.inlined;
+    out.review_exported = set.steps.exported;
   }
 }
 
@@ -341,9 +347,10 @@ void print(const Results& r, const bench::SourceRepo& repo, const std::string& s
   std::printf("\n| review, 100 files changed in the guest | median | min | max |\n|---|---:|---:|---:|\n");
   row("first refresh of the sandbox (whole manifest, whole result tree)", r.first_refresh);
   row("refresh (manifest, fetch, result tree, diff)", r.refresh);
-  row("&nbsp;&nbsp;the agent's manifest, received", r.step_manifest);
+  row("&nbsp;&nbsp;the agent's manifest, received (the changed files' content inline, ids checked)", r.step_manifest);
   row("&nbsp;&nbsp;host: patch the view / validate, missing blobs", r.validate);
-  row("&nbsp;&nbsp;export of the changed files + storing them", r.fetch_rest);
+  row("&nbsp;&nbsp;host: store the inlined blobs", r.store_inlined);
+  row("&nbsp;&nbsp;export of what was not inlined + storing it (0: no export)", r.fetch_rest);
   row("&nbsp;&nbsp;host: result tree", r.tree);
   row("&nbsp;&nbsp;host: Changes::compute", r.compute);
   row("the agent's manifest with every record (no since)", r.manifest);
@@ -351,8 +358,9 @@ void print(const Results& r, const bench::SourceRepo& repo, const std::string& s
   row("diff_all()", r.diff_all);
   row("refresh + list()", r.refresh_list);
   row("refresh + diff_all()", r.refresh_diff);
-  std::printf("\nreview: %llu changed files listed, %llu blobs fetched per refresh; manifest %s, %lld records\n", (unsigned long long)r.review_files,
-              (unsigned long long)r.review_blobs, r.review_partial ? "partial" : "whole", (long long)r.review_records);
+  std::printf("\nreview: %llu changed files listed, %llu blobs fetched per refresh (%lld inline, %lld exported); manifest %s, %lld records\n",
+              (unsigned long long)r.review_files, (unsigned long long)r.review_blobs, (long long)r.review_inlined, (long long)r.review_exported,
+              r.review_partial ? "partial" : "whole", (long long)r.review_records);
 
   if (first_runs > 0) {
     double tar = median(r.tar);

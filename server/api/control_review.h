@@ -57,6 +57,7 @@ struct StatLine {
   bool binary = false;
 };
 // git's diffstat: " name | N +++--" per file (bars scaled to `bar_width`) and a summary line.
+// The one diffstat of the CLI: `lockroom diff --stat` and `lockroom run`'s review print it.
 std::string format_diffstat(const std::vector<StatLine>& lines, bool color, std::size_t bar_width = 40);
 
 // A text field as the methods send it: text, or base64 with `<key>Encoding` (decoded).

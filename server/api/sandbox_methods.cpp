@@ -218,6 +218,13 @@ void SandboxMethods::limit_reached(const std::string& sandbox_id, const core::Li
   connection_.notify("sandbox/limitReached", params);
 }
 
+void SandboxMethods::guest_misbehaved(const std::string& sandbox_id, const core::MisbehaviourEvent& event) {
+  json entries = json::array();
+  for (const auto& e : event.entries) entries.push_back({{"path", e.path}, {"reason", e.reason}});
+  connection_.notify("sandbox/misbehaved",
+                     json{{"sandboxId", sandbox_id}, {"source", event.source}, {"count", event.count}, {"entries", entries}, {"message", event.message}});
+}
+
 void SandboxMethods::process_output(const std::string& process_id, core::OutputStream stream, const core::OutputChunk& chunk) {
   connection_.notify("process/output", protocol::process_output_json(process_id, std::string(core::stream_name(stream)), chunk.data, chunk.base64));
 }

@@ -23,6 +23,7 @@ class SandboxMethods final : public core::SandboxEvents {
   void process_output(const std::string& process_id, core::OutputStream stream, const core::OutputChunk& chunk) override;
   void process_exited(const std::string& process_id, const core::ProcessExit& exit) override;
   void limit_reached(const std::string& sandbox_id, const core::LimitEvent& event) override;
+  void guest_misbehaved(const std::string& sandbox_id, const core::MisbehaviourEvent& event) override;
   void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) override;
   void approve_network(const std::string& sandbox_id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) override;
 

@@ -86,9 +86,16 @@ std::optional<std::pair<core::SandboxWorkspace*, channel::AgentClient*>> workspa
   return *ws;
 }
 
-json list_json(const core::ChangeSet& set) {
+// `path` itself, or anything under it as a folder.
+bool under(const std::string& path, const std::string& filter) {
+  return path == filter || (path.size() > filter.size() && path.compare(0, filter.size(), filter) == 0 && path[filter.size()] == '/');
+}
+
+// The listing; with `filter`, only the changes at or under that path (a rename by either path).
+json list_json(const core::ChangeSet& set, const std::optional<std::string>& filter) {
   json files = json::array();
-  for (const auto& c : set.changes->list()) files.push_back(change_json(c));
+  for (const auto& c : set.changes->list())
+    if (!filter || under(c.path, *filter) || under(c.old_path, *filter)) files.push_back(change_json(c));
   return json{{"files", std::move(files)},
               {"refused", refused_json(set.refused)},
               {"fetched", {{"blobs", set.blobs_fetched}, {"bytes", set.bytes_fetched}}},
@@ -120,10 +127,14 @@ void bind_changes_methods(rpc::Dispatcher& d, core::SandboxManager& manager, std
     if (!reader.ok()) return reply.error(reader.error());
     auto ws = workspace_or_reply(*m, p.sandbox_id, reply, only);
     if (!ws) return;
-    ws->first->refresh(*ws->second, [reply](Result<core::ChangeSet> set) {
+    auto answer = [reply, path = p.path](Result<core::ChangeSet> set) {
       if (!set) return reply.error(to_rpc_error(set.error()));
-      reply.result(list_json(*set));
-    });
+      std::optional<std::string> filter = path;
+      if (filter) while (filter->size() > 1 && filter->back() == '/') filter->pop_back();
+      reply.result(list_json(*set, filter));
+    };
+    if (!p.refresh && ws->first->reviewed()) return answer(*ws->first->reviewed());
+    ws->first->refresh(*ws->second, answer);
   });
 
   d.on_request("changes/diff", [m, only](const json& params, Reply reply) {

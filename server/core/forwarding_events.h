@@ -26,6 +26,7 @@ class ForwardingEvents : public SandboxEvents {
   }
   void process_exited(const std::string& process_id, const ProcessExit& exit) override { next_.process_exited(process_id, exit); }
   void limit_reached(const std::string& sandbox_id, const LimitEvent& event) override { next_.limit_reached(sandbox_id, event); }
+  void guest_misbehaved(const std::string& sandbox_id, const MisbehaviourEvent& event) override { next_.guest_misbehaved(sandbox_id, event); }
   void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) override {
     next_.network_event(sandbox_id, record);
   }

@@ -5,10 +5,12 @@
 // back into the manager synchronously in a way that destroys the sandbox being reported.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/core/output_text.h"
 #include "server/core/sandbox_state.h"
@@ -37,6 +39,21 @@ struct LimitEvent {
   std::optional<std::int64_t> value;       // the limit in force (MiB, processes, bytes, seconds)
 };
 
+// The guest sent what lockroom refused: entries of its workspace manifest a review would not
+// take (a path outside the workspace or in .git, a device, a file over the limit...). The review
+// went on without them; this says that the guest misbehaved, once per review that found any.
+struct MisbehaviourEvent {
+  std::string source;   // what was refused: "workspace" (the manifest of a review)
+  std::string message;  // for people: how many, and the first one with its reason
+  std::size_t count = 0;
+  struct Entry {
+    std::string path;  // printable
+    std::string reason;
+  };
+  std::vector<Entry> entries;  // the first kMaxEntries of them
+  static constexpr std::size_t kMaxEntries = 20;
+};
+
 struct ProcessExit {
   std::optional<int> exit_code;
   std::optional<int> signal;
@@ -53,6 +70,8 @@ class SandboxEvents {
   virtual void process_exited(const std::string& process_id, const ProcessExit& exit) = 0;
   // A limit was met (once per episode); default: nothing.
   virtual void limit_reached(const std::string& sandbox_id, const LimitEvent& event) {}
+  // The guest misbehaved (MisbehaviourEvent); default: nothing.
+  virtual void guest_misbehaved(const std::string& sandbox_id, const MisbehaviourEvent& event) {}
   // Each egress decision of a sandbox with networking (the audit record); default: nothing.
   virtual void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) {}
   // A host no rule covers, when the policy says "ask": answer allow once / for the sandbox /

@@ -112,6 +112,8 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
         return done(make_error(ws.error().code, "cannot copy the workspace into the sandbox: " + ws.error().message));
       }
       workspace = std::move(*ws);
+      // Entries a review refuses mean the guest misbehaved: the editor hears of it.
+      workspace->on_refused([this, id = *id](const MisbehaviourEvent& event) { guest_misbehaved(id, event); });
     }
     finish_create(*id, std::move(workspace), network, std::move(result), started, done);
   };

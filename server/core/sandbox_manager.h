@@ -145,6 +145,7 @@ class SandboxManager : private SandboxEvents {
   void process_bytes(const std::string& process_id, OutputStream stream, std::string_view bytes) override;
   void process_exited(const std::string& process_id, const ProcessExit& exit) override;
   void limit_reached(const std::string& sandbox_id, const LimitEvent& event) override { events_.limit_reached(sandbox_id, event); }
+  void guest_misbehaved(const std::string& sandbox_id, const MisbehaviourEvent& event) override { events_.guest_misbehaved(sandbox_id, event); }
 
   void ensure_image(CreateProgress progress, std::function<void(Result<vm::image::GuestImage>)> done);
   void ensure_image(const std::vector<std::string>& packages, CreateProgress progress,

@@ -1,17 +1,15 @@
-// One sandbox's workspace: snapshot, transfer, review, apply (see sandbox_workspace.h).
+// One sandbox's workspace: snapshot, transfer, sync, apply, discard (see sandbox_workspace.h;
+// refresh, the changes out, is sandbox_workspace_refresh.cpp).
 #include "server/core/sandbox_workspace.h"
 
 #include <climits>
 #include <cstdlib>
-#include <map>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
 #include "server/common/uv_work.h"
-#include "server/workspace/review/blob_store.h"
-#include "server/workspace/review/manifest_patch.h"
-#include "server/workspace/review/result_tree.h"
+#include "server/core/sandbox_workspace_parts.h"
 #include "server/workspace/snapshot/snapshot_store.h"
 
 namespace lockroom::core {
@@ -19,42 +17,12 @@ namespace lockroom::core {
 namespace fs = std::filesystem;
 namespace snap = workspace::snapshot;
 namespace review = workspace::review;
-using Clock = std::chrono::steady_clock;
 namespace wire = channel::wire;
+using namespace workspace_parts;
 
 namespace {
 
 constexpr std::int64_t kMaxPackBytes = 1LL << 30;
-constexpr int kRefreshAttempts = 3;  // files that change while they are fetched: list again
-
-std::int64_t ms_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
-
-Result<git_oid> parse_oid(const std::string& hex, const char* what) {
-  git_oid oid{};
-  if (hex.size() != GIT_OID_HEXSZ || git_oid_fromstr(&oid, hex.c_str()) != 0)
-    return make_error(ErrorCode::kInternal, std::string("not an object id for the ") + what + ": " + hex);
-  return oid;
-}
-
-std::string oid_hex(const git_oid& oid) {
-  char buf[GIT_OID_HEXSZ + 1];
-  git_oid_tostr(buf, sizeof buf, &oid);
-  return buf;
-}
-
-// The snapshot's commit and its tree, as object ids.
-struct SnapshotIds {
-  git_oid commit{}, tree{};
-};
-Result<SnapshotIds> ids_of(const snap::SnapshotResult& s) {
-  auto commit = parse_oid(s.commit_id, "snapshot commit");
-  if (!commit) return commit.error();
-  auto tree = parse_oid(s.tree_id, "snapshot tree");
-  if (!tree) return tree.error();
-  return SnapshotIds{*commit, *tree};
-}
 
 // Where a workspace's store lives: <cache>/workspaces/<key>/store.git.
 Result<std::pair<std::string, std::string>> real_path_and_store(const std::string& path, const fs::path& cache) {
@@ -105,7 +73,11 @@ void SandboxWorkspace::snapshot(uv_loop_t* loop, fs::path cache_dir, WorkspaceRe
 
 SandboxWorkspace::SandboxWorkspace(uv_loop_t* loop, WorkspaceRequest request, std::string store_dir, workspace::RepoPtr store,
                                    snap::SnapshotResult base)
-    : loop_(loop), request_(std::move(request)), store_dir_(std::move(store_dir)), store_(std::move(store)), base_(std::move(base)) {}
+    : loop_(loop), request_(std::move(request)), store_dir_(std::move(store_dir)), store_(std::move(store)), base_(std::move(base)) {
+  auto objects = review::ReviewObjects::attach(store_.get(), kReviewObjectsBudget);
+  if (objects) review_objects_ = *objects;
+  else spdlog::warn("reviews of {} write their objects to disk: {}", request_.path, objects.error().message);
+}
 
 SandboxWorkspace::~SandboxWorkspace() {
   *alive_ = false;
@@ -134,23 +106,6 @@ void SandboxWorkspace::enqueue(std::function<void(std::function<void()>)> op) {
   (*next)();
 }
 
-// Wraps `done` so that it runs once: with the result, or with kWrongState if this object goes
-// first. Returns the wrapped callback.
-template <typename T>
-static std::function<void(Result<T>)> once_or_abandoned(std::function<void()>& abandon,
-                                                        std::function<void(Result<T>)> done, std::function<void()> finished) {
-  auto state = std::make_shared<std::pair<std::function<void(Result<T>)>, std::function<void()>>>(std::move(done), std::move(finished));
-  abandon = [state] {  // operations run one at a time: this replaces the finished one's
-    auto d = std::move(state->first);
-    if (d) d(make_error(ErrorCode::kWrongState, "the sandbox ended before its workspace operation finished"));
-  };
-  return [state](Result<T> r) {
-    auto d = std::move(state->first);
-    auto f = std::move(state->second);
-    if (d) d(std::move(r));
-    if (f) f();
-  };
-}
 
 // --- snapshot in ----------------------------------------------------------------------------
 
@@ -246,6 +201,7 @@ void SandboxWorkspace::send_snapshot(channel::AgentClient& agent, const snap::Sn
         checkout.commit = snapshot.commit_id;
         checkout.base = base_commit;
         checkout.branch = base_.branch.value_or(wire::kDefaultBranch);
+        checkout.exclude = snapshot.guest_excludes;  // what the host ignores, so the guest's git does too
         auto sent = std::make_shared<std::vector<git_oid>>(std::move(packed->objects));
         auto started = Clock::now();
         agent.import_workspace(checkout, std::move(packed->packs), kMaxPackBytes,
@@ -283,215 +239,6 @@ void SandboxWorkspace::sync(channel::AgentClient& agent, Done<WorkspaceTransfer>
   });
 }
 
-// --- changes out ----------------------------------------------------------------------------
-
-void SandboxWorkspace::refresh(channel::AgentClient& agent, Done<ChangeSet> done) {
-  enqueue([this, &agent, done](std::function<void()> finished) {
-    do_refresh(agent, 1, once_or_abandoned<ChangeSet>(abandon_, done, finished));
-  });
-}
-
-// What the guest listed, checked, and which of its entries the store lacks (worker thread).
-struct SandboxWorkspace::Listing {
-  channel::WorkspaceManifest listed;
-  std::shared_ptr<const GuestView> previous;  // the view a partial manifest was patched onto, if any
-  review::Manifest manifest;                   // the guest's whole tree now
-  std::vector<review::PathChange> changed;     // against `previous` (points into `manifest`)
-  std::vector<std::int64_t> wanted;                                     // agent indexes to export
-  std::map<std::int64_t, std::pair<std::string, std::string>> expected;  // index -> id, path
-  RefreshSteps steps;
-};
-
-namespace {
-double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
-}  // namespace
-
-void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done<ChangeSet> done) {
-  auto started = Clock::now();
-  auto alive = alive_;
-  wire::WorkspaceManifestParams params;
-  params.path = kGuestPath;
-  params.bounds.max_entries = static_cast<std::int64_t>(request_.limits.max_files);
-  params.bounds.max_file_bytes = static_cast<std::int64_t>(request_.limits.max_file_bytes);
-  params.bounds.max_total_bytes = static_cast<std::int64_t>(request_.limits.max_total_bytes) * 2;
-  std::shared_ptr<const GuestView> previous = view_;
-  if (previous) params.since = previous->manifest;
-  git_repository* store = store_.get();
-  agent.manifest(params, [this, alive, &agent, attempt, started, params, previous, store, done](Result<channel::WorkspaceManifest> listed) {
-    if (!*alive) return;
-    if (!listed) return done(make_error(listed.error().code, "cannot list the guest's workspace: " + listed.error().message));
-    auto shared = std::make_shared<channel::WorkspaceManifest>(std::move(*listed));
-    auto received = Clock::now();
-    run_blocking<std::shared_ptr<Listing>>(
-        loop_,
-        [shared, params, previous, store, started, received]() -> Result<std::shared_ptr<Listing>> {
-          auto out = std::make_shared<Listing>();
-          out->listed = std::move(*shared);
-          out->steps.manifest_ms = ms_between(started, received);
-          out->steps.records = static_cast<std::int64_t>(out->listed.entries.size());
-          out->steps.partial = out->listed.summary.since.has_value();
-          std::vector<review::ManifestEntry> entries;
-          entries.reserve(out->listed.entries.size());
-          for (const auto& e : out->listed.entries) entries.push_back({e.path, e.mode, e.id, e.size});
-          review::ManifestLimits limits;
-          limits.max_entries = static_cast<std::size_t>(params.bounds.max_entries);
-          limits.max_blob_bytes = static_cast<std::uint64_t>(params.bounds.max_file_bytes);
-          limits.max_total_bytes = static_cast<std::uint64_t>(params.bounds.max_total_bytes);
-          // AgentClient made sure a partial answer is relative to the manifest asked for.
-          auto manifest = out->steps.partial && previous ? review::apply_partial_manifest(previous->files, std::move(entries), limits)
-                                                         : review::validate_manifest(std::move(entries), limits);
-          if (!manifest) return manifest.error();
-          out->manifest = std::move(*manifest);
-          if (previous) {
-            out->previous = previous;
-            out->changed = review::manifest_changes(previous->files, out->manifest);
-          }
-          // The blobs to ask for: of the changed paths only (the view's are all in the store).
-          review::Manifest candidates;
-          if (previous) {
-            for (const auto& c : out->changed)
-              if (c.now) candidates.files.push_back(*c.now);
-          }
-          auto missing = review::missing_blobs(store, previous ? candidates : out->manifest);
-          if (!missing) return missing.error();
-          // One agent index per missing blob.
-          std::set<std::string> wanted;
-          for (const auto& oid : *missing) wanted.insert(oid_hex(oid));
-          for (std::size_t i = 0; i < out->listed.entries.size(); ++i) {
-            const auto& e = out->listed.entries[i];
-            if (e.mode != wire::kModeRemoved && wanted.erase(e.id)) {
-              out->wanted.push_back(static_cast<std::int64_t>(i));
-              out->expected[static_cast<std::int64_t>(i)] = {e.id, e.path};
-            }
-          }
-          if (!wanted.empty())  // a blob the view claims but the store lost: list everything again
-            return make_error(ErrorCode::kWrongState, "the store lacks " + std::to_string(wanted.size()) + " blob(s) the last view listed");
-          out->steps.changed_paths = static_cast<std::int64_t>(out->changed.size());
-          out->steps.check_ms = ms_between(received, Clock::now());
-          return out;
-        },
-        [this, alive, &agent, attempt, started, params, previous, done](Result<std::shared_ptr<Listing>> listing) {
-          if (!*alive) return;
-          if (!listing && previous && attempt < kRefreshAttempts) {
-            // The view could not take this answer (a store that lost a blob, a limit crossed by
-            // the patch): forget it and list everything.
-            spdlog::warn("workspace refresh: {}; asking the guest for a full manifest", listing.error().message);
-            if (view_ == previous) view_.reset();
-            return do_refresh(agent, attempt + 1, done);
-          }
-          if (!listing) return done(listing.error());
-          fetch_and_diff(agent, attempt, started, params.bounds, std::move(*listing), done);
-        });
-  });
-}
-
-// Fetches the blobs the store lacks, then (worker thread) stores them, builds the result tree
-// (the changed folders of the last one when there is one) and diffs it with the base.
-void SandboxWorkspace::fetch_and_diff(channel::AgentClient& agent, int attempt, Clock::time_point started,
-                                      const wire::WorkspaceBounds& bounds, std::shared_ptr<Listing> listing, Done<ChangeSet> done) {
-  struct Fetched {
-    std::vector<channel::ExportedFile> files;
-    bool changed_since_listing = false;
-  };
-  struct Refreshed {
-    ChangeSet set;
-    std::shared_ptr<const GuestView> view;  // none when an entry was refused: the next refresh lists everything
-  };
-  auto fetched = std::make_shared<Fetched>();
-  auto alive = alive_;
-  git_repository* store = store_.get();
-  auto base = ids_of(base_);
-  if (!base) return done(base.error());
-  git_oid base_tree = base->tree;
-  auto fetch_started = std::make_shared<Clock::time_point>(Clock::now());
-  auto diff = [this, alive, listing, fetched, store, base_tree, started, fetch_started, done]() {
-    run_blocking<Refreshed>(
-        loop_,
-        [listing, fetched, store, base_tree, started, fetch_started]() -> Result<Refreshed> {
-          ChangeSet set;
-          set.steps = listing->steps;
-          for (const auto& file : fetched->files) {
-            const auto& expected = listing->expected.at(file.entry);
-            auto oid = parse_oid(expected.first, "exported file");
-            if (!oid) return oid.error();
-            auto stored = review::store_blob(store, *oid, file.content, expected.second);
-            if (!stored) return stored.error();
-            set.blobs_fetched++;
-            set.bytes_fetched += file.content.size();
-          }
-          auto tree_started = Clock::now();
-          set.steps.fetch_ms = ms_between(*fetch_started, tree_started);
-          Result<git_oid> tree = make_error(ErrorCode::kInternal, "no result tree");
-          if (listing->previous) {
-            tree = review::update_result_tree(store, listing->previous->tree, listing->changed);
-            if (!tree && tree.error().code == ErrorCode::kInternal) {
-              spdlog::warn("workspace refresh: {}; building the result tree from scratch", tree.error().message);
-              tree = review::build_result_tree(store, listing->manifest);
-            }
-          } else {
-            tree = review::build_result_tree(store, listing->manifest);
-          }
-          if (!tree) return tree.error();
-          auto compute_started = Clock::now();
-          set.steps.tree_ms = ms_between(tree_started, compute_started);
-          auto changes = review::Changes::compute(store, base_tree, *tree);
-          if (!changes) return changes.error();
-          set.steps.compute_ms = ms_between(compute_started, Clock::now());
-          set.changes = std::make_shared<review::Changes>(std::move(*changes));
-          set.refused = listing->manifest.refused;
-          set.refresh_ms = ms_since(started);
-          Refreshed out{std::move(set), nullptr};
-          if (out.set.refused.empty()) {
-            auto view = std::make_shared<GuestView>();
-            view->manifest = listing->listed.summary.manifest;
-            view->files = std::move(listing->manifest);
-            listing->changed.clear();  // pointed into the manifest just moved
-            view->tree = *tree;
-            out.view = std::move(view);
-          }
-          return out;
-        },
-        [this, alive, done](Result<Refreshed> refreshed) {
-          if (!*alive) return;
-          if (!refreshed) return done(refreshed.error());
-          ChangeSet& set = refreshed->set;
-          if (!set.refused.empty())
-            spdlog::warn("the guest's manifest had {} entries lockroom refused (first: {}: {})", set.refused.size(),
-                         set.refused.front().path, set.refused.front().reason);
-          view_ = std::move(refreshed->view);
-          reviewed_ = set;
-          done(std::move(set));
-        });
-  };
-  if (listing->wanted.empty()) return diff();
-
-  wire::WorkspaceExportParams ex;
-  ex.path = kGuestPath;
-  ex.manifest = listing->listed.summary.manifest;
-  ex.entries = listing->wanted;
-  ex.bounds = bounds;
-  agent.export_files(
-      ex,
-      [listing, fetched](channel::ExportedFile file) {
-        auto it = listing->expected.find(file.entry);
-        if (it == listing->expected.end()) return;  // AgentClient checks order and count
-        if (file.id != it->second.first) {
-          fetched->changed_since_listing = true;  // written after the listing: list again
-          return;
-        }
-        fetched->files.push_back(std::move(file));
-      },
-      [this, alive, &agent, attempt, fetched, diff, done](Result<std::int64_t> r) {
-        if (!*alive) return;
-        if (!r) return done(make_error(r.error().code, "cannot fetch the guest's files: " + r.error().message));
-        if (fetched->changed_since_listing) {
-          if (attempt < kRefreshAttempts) return do_refresh(agent, attempt + 1, done);
-          return done(make_error(ErrorCode::kUnavailable,
-                                 "files in the sandbox kept changing while lockroom read them; try again when its processes are quieter"));
-        }
-        diff();
-      });
-}
 
 template <typename T>
 void SandboxWorkspace::with_review(channel::AgentClient& agent, std::function<Result<T>(const ChangeSet&)> act, Done<T> done) {
@@ -515,11 +262,13 @@ void SandboxWorkspace::with_review(channel::AgentClient& agent, std::function<Re
 void SandboxWorkspace::apply_worktree(channel::AgentClient& agent, review::Selection selection,
                                       Done<std::vector<review::FileApplyResult>> done) {
   std::string dir = request_.path;
+  review::WorktreeApplyOptions options;
+  options.max_file_bytes = request_.limits.max_file_bytes;
   with_review<std::vector<review::FileApplyResult>>(
       agent,
-      [selection, dir](const ChangeSet& set) {
+      [selection, dir, options](const ChangeSet& set) {
         const auto& c = *set.changes;
-        return review::apply_worktree(c.store(), c.base_tree(), c.result_tree(), dir, selection);
+        return review::apply_worktree(c.store(), c.base_tree(), c.result_tree(), dir, selection, options);
       },
       std::move(done));
 }
@@ -558,12 +307,19 @@ void SandboxWorkspace::discard(channel::AgentClient& agent, std::optional<std::v
     std::string base = base_.commit_id;
     if (!paths) {
       // Everything: the branch, index and worktree back to the snapshot; untracked files go
-      // (ignored ones, such as build output, stay).
-      return run_git(agent, "git reset -q --hard \"$0\" && git clean -fdq", {base}, [this, alive, reply](Result<void> r) {
-        if (!*alive) return;
-        reviewed_.reset();
-        if (!r) return reply(r.error());
-        reply(std::size_t{0});
+      // (ignored ones, such as build output, stay). The count is of the changes the last review
+      // saw, or a fresh one when there is none.
+      auto reset_all = [this, alive, &agent, base, reply](std::size_t count) {
+        run_git(agent, "git reset -q --hard \"$0\" && git clean -fdq", {base}, [this, alive, count, reply](Result<void> r) {
+          if (!*alive) return;
+          reviewed_.reset();
+          if (!r) return reply(r.error());
+          reply(count);
+        });
+      };
+      if (reviewed_) return reset_all(reviewed_->changes->list().size());
+      return do_refresh(agent, 1, [alive, reset_all](Result<ChangeSet> set) {
+        if (*alive) reset_all(set ? set->changes->list().size() : 0);
       });
     }
     // Chosen paths: each back to its base version, or removed when the base has none. A rename
@@ -573,16 +329,23 @@ void SandboxWorkspace::discard(channel::AgentClient& agent, std::optional<std::v
     workspace::TreePtr tree;
     {
       git_tree* t = nullptr;
-      if (git_tree_lookup(&t, store_.get(), &ids->tree) != 0) return reply(make_error(ErrorCode::kInternal, workspace::git_error_text("base tree", -1)));
+      if (int rc = git_tree_lookup(&t, store_.get(), &ids->tree); rc != 0)
+        return reply(make_error(ErrorCode::kInternal, workspace::git_error_text("the base tree " + base + " is not in lockroom's store", rc)));
       tree.reset(t);
     }
     std::set<std::string> touched(paths->begin(), paths->end());
-    if (reviewed_)
-      for (const auto& p : *paths)
+    std::set<std::string> changes;  // each change named once (a rename by either of its paths)
+    if (reviewed_) {
+      for (const auto& p : *paths) {
         if (const auto* change = reviewed_->changes->find(p)) {
           touched.insert(change->path);
           touched.insert(change->old_path);
+          changes.insert(change->path);
+        } else {
+          changes.insert(p);
         }
+      }
+    }
     std::vector<std::string> restore{base}, remove;
     for (const auto& p : touched) {
       if (p.empty()) continue;
@@ -594,7 +357,7 @@ void SandboxWorkspace::discard(channel::AgentClient& agent, std::optional<std::v
         remove.push_back(p);
       }
     }
-    std::size_t count = touched.size();
+    std::size_t count = reviewed_ ? changes.size() : paths->size();
     std::string script = "set -e; b=\"$0\"; n=$1; shift; i=0; for p; do i=$((i+1)); "
                          "if [ $i -le $n ]; then git checkout -q \"$b\" -- \"$p\"; else rm -rf -- \"$p\"; fi; done";
     std::vector<std::string> args{base, std::to_string(restore.size() - 1)};

@@ -4,8 +4,9 @@
 // (<cache>/workspaces/<key>/store.git, server/workspace/snapshot) on a worker thread. import()
 // sends the guest only the objects it lacks as a git pack and checks the snapshot out at
 // /workspace. refresh() asks the agent for its manifest (after the first, only what changed since
-// the last one: a partial manifest patched onto the view kept here), fetches only the blobs the
-// store lacks (each checked against its id: the guest is hostile), rewrites the changed folders
+// the last one: a partial manifest patched onto the view kept here, carrying the changed files'
+// content inline), fetches only the blobs the store still lacks with workspace.export (each blob
+// checked against its id either way: the guest is hostile), rewrites the changed folders
 // of the result tree and diffs it with the base (server/workspace/review). apply_worktree()/apply_branch() act on the result the user
 // last reviewed; nothing reaches the host workspace any other way. sync() snapshots the host
 // again and brings its edits into the guest, which then becomes the new base.
@@ -26,10 +27,12 @@
 
 #include "server/channel/agent_client.h"
 #include "server/common/result.h"
+#include "server/core/sandbox_events.h"
 #include "server/workspace/review/apply_branch.h"
 #include "server/workspace/review/apply_worktree.h"
 #include "server/workspace/review/changes.h"
 #include "server/workspace/review/manifest.h"
+#include "server/workspace/review/review_objects.h"
 #include "server/workspace/snapshot/snapshot.h"
 #include "server/workspace/snapshot/transfer.h"
 
@@ -53,9 +56,12 @@ struct RefreshSteps {
   bool partial = false;        // the agent sent only what changed since the last refresh
   std::int64_t records = 0;    // manifest records received
   std::int64_t changed_paths = 0;
-  double manifest_ms = 0;      // the agent's manifest, received and decoded
+  std::int64_t inlined = 0;    // blobs stored from the manifest's inline content
+  std::int64_t exported = 0;   // blobs fetched with workspace.export (what was not inlined)
+  double manifest_ms = 0;      // the agent's manifest, received and decoded (inline content and its ids checked)
   double check_ms = 0;         // validated (or patched onto the last view), missing blobs found
-  double fetch_ms = 0;         // the missing blobs fetched and stored
+  double store_inlined_ms = 0; // the inline content stored
+  double fetch_ms = 0;         // workspace.export of the blobs still missing, and storing them (0: no export)
   double tree_ms = 0;          // the result tree
   double compute_ms = 0;       // Changes::compute
 };
@@ -64,8 +70,10 @@ struct RefreshSteps {
 struct ChangeSet {
   std::shared_ptr<workspace::review::Changes> changes;
   std::vector<workspace::review::EntryRefusal> refused;  // manifest entries refused (a misbehaving guest)
-  std::uint64_t blobs_fetched = 0;
+  std::uint64_t blobs_fetched = 0;  // blobs taken from the guest, inline or exported
   std::uint64_t bytes_fetched = 0;
+  std::uint64_t blobs_inlined = 0;  // of which came inline with the manifest
+  std::uint64_t bytes_inlined = 0;
   std::int64_t refresh_ms = 0;
   RefreshSteps steps;
 };
@@ -118,6 +126,9 @@ class SandboxWorkspace {
   // Snapshots the host again and carries its edits into the guest; the new snapshot becomes the
   // base. Fails (nothing changed in the guest) when the agent's own edits conflict.
   void sync(channel::AgentClient& agent, Done<WorkspaceTransfer> done);
+  // Called after each refresh whose manifest had entries the review refused (a misbehaving
+  // guest), before its `done`.
+  void on_refused(std::function<void(const MisbehaviourEvent&)> observer) { on_refused_ = std::move(observer); }
 
  private:
   SandboxWorkspace(uv_loop_t* loop, WorkspaceRequest request, std::string store_dir, workspace::RepoPtr store,
@@ -146,12 +157,17 @@ class SandboxWorkspace {
   WorkspaceRequest request_;
   std::string store_dir_;
   workspace::RepoPtr store_;
+  // What refreshes write into store_ (the guest's blobs, result trees), held in memory; owned by
+  // store_'s object database. Cleared, with the views made of it, once it passes half its budget.
+  static constexpr std::uint64_t kReviewObjectsBudget = std::uint64_t(64) << 20;  // past it, loose objects
+  workspace::review::ReviewObjects review_objects_;
   workspace::snapshot::SnapshotResult base_;
   workspace::snapshot::OidSet guest_has_;  // objects sent to this guest so far
   std::optional<ChangeSet> reviewed_;
   std::shared_ptr<const GuestView> view_;
   std::deque<std::function<void(std::function<void()>)>> queue_;
   bool running_ = false;
+  std::function<void(const MisbehaviourEvent&)> on_refused_;
   std::function<void()> abandon_;  // fails the operation in flight (one at a time) when this object goes
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -33,6 +33,8 @@ struct Recorder final : core::SandboxEvents {
     REQUIRE_FALSE(chunk.base64);
     output[pid] += chunk.data;
   }
+  std::vector<std::pair<std::string, core::MisbehaviourEvent>> misbehaved;  // sandbox id, what it sent
+  void guest_misbehaved(const std::string& id, const core::MisbehaviourEvent& event) override { misbehaved.emplace_back(id, event); }
   std::vector<std::pair<std::string, egress::AuditRecord>> network;  // sandbox id, decision
   void network_event(const std::string& id, const egress::AuditRecord& record) override { network.emplace_back(id, record); }
   // Approvals go to the scripted editor (editor_stub.h), through the editor face's own code.

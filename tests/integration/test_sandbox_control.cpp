@@ -3,7 +3,8 @@
 // and `lockroom run` do; the commands' code runs on another thread as the CLI would (blocking,
 // through the socket named in sandbox.json). The guest edits files; the diff shows them while
 // the host stays byte-for-byte the same; apply writes them, reports a conflict with the user's
-// own edit and leaves that file alone; discard drops a change in the guest. A sandbox without a
+// own edit and leaves that file alone; discard drops a change in the guest, or all of them (and
+// says how many); a branch save leaves the checkout, HEAD and the index alone. A sandbox without a
 // workspace, and one that has ended, give clear errors.
 #include <unistd.h>
 
@@ -75,8 +76,15 @@ struct HostRepo {
        "git -c user.name=t -c user.email=t@t commit -q -m initial");
   }
   ~HostRepo() { fs::remove_all(dir); }
-  std::string fingerprint() const {
-    return sh("cd " + dir.string() + " && find . -type f | LC_ALL=C sort | while read f; do stat -c '%n %a %s' \"$f\"; sha1sum < \"$f\"; done");
+  // Every file's name, mode, size and content hash; with `with_git` false, .git is left out.
+  std::string fingerprint(bool with_git = true) const {
+    std::string files = with_git ? "find . -type f" : "find . -path ./.git -prune -o -type f -print";
+    return sh("cd " + dir.string() + " && " + files +
+              " | LC_ALL=C sort | while read f; do stat -c '%n %a %s' \"$f\"; sha1sum < \"$f\"; done");
+  }
+  // What a branch save must not move: HEAD, the branch it names, and the index.
+  std::string checkout_state() const {
+    return sh("cd " + dir.string() + " && git symbolic-ref HEAD && git rev-parse HEAD && sha1sum < .git/index");
   }
 };
 
@@ -195,19 +203,31 @@ TEST_CASE("lockroom diff shows a live sandbox's edits and apply writes them, con
   auto nothing = s.apply(apply_request({"no/such/file"}));
   CHECK(nothing.status == 1);
   CHECK(nothing.err.find("no changes under 'no/such/file'") != std::string::npos);
+
+  // Discarding everything says how many changes went, and then there are none.
+  auto all = s.apply(discard_request({}));
+  INFO(all.out << all.err);
+  CHECK(all.status == 0);
+  CHECK(all.out.find("discarded 2 changed files in sandbox " + s.id) != std::string::npos);
+  auto none = s.diff();
+  CHECK(none.status == 0);
+  CHECK(none.err.find("has no changes") != std::string::npos);
 }
 
 TEST_CASE("apply --branch commits a live sandbox's changes without touching the checkout", "[sandbox][control]") {
   HostRepo repo;
   ControlledSandbox s(repo.dir.string());
   s.guest("echo 'from the agent' >> README.md");
-  std::string before = repo.fingerprint();
+  std::string before = repo.fingerprint(false), checkout = repo.checkout_state();
   auto saved = s.apply(apply_request({}, "review-me"));
   INFO(saved.out << saved.err);
   REQUIRE(saved.status == 0);
   CHECK(saved.out.find("saved 1 file as lockroom/review-me (commit ") != std::string::npos);
   CHECK(sh("cd " + repo.dir.string() + " && git show lockroom/review-me:README.md") == "# demo\nline 2\nline 3\nfrom the agent\n");
-  CHECK(read_file(repo.dir / "README.md") == "# demo\nline 2\nline 3\n");  // the checkout is as it was
+  CHECK(read_file(repo.dir / "README.md") == "# demo\nline 2\nline 3\n");
+  // The checkout is as it was: every file outside .git, HEAD and the index.
+  CHECK(repo.fingerprint(false) == before);
+  CHECK(repo.checkout_state() == checkout);
 }
 
 TEST_CASE("diff names what is wrong: no workspace, an ended sandbox", "[sandbox][control]") {

@@ -45,6 +45,7 @@ struct HostRepo {
     write_file(dir / "untracked.txt", "new on the host\n");
     write_file(dir / "build/out.o", "ignored\n");
     write_file(dir / ".env", "API_KEY=do-not-copy\n");
+    write_file(dir / ".git/info/exclude", "*.swp\n/scratch/\n");  // rules the snapshot does not carry as files
   }
   ~HostRepo() { fs::remove_all(dir); }
   // Every file under the directory (including .git), with content and mode: proves nothing changed.
@@ -59,9 +60,9 @@ struct WorkspaceSandbox {
   HostRepo repo;
   std::string id;
   core::CreateResult created;
-  WorkspaceSandbox() {
+  explicit WorkspaceSandbox(workspace::snapshot::SnapshotLimits limits = {}) {
     core::CreateRequest request;
-    request.workspace = core::WorkspaceRequest{repo.dir.string(), {}, {}};
+    request.workspace = core::WorkspaceRequest{repo.dir.string(), {}, limits};
     std::optional<Result<core::CreateResult>> r;
     w.manager->create(request, nullptr, [&](Result<core::CreateResult> v) { r = std::move(v); });
     w.run_until([&] { return r.has_value(); });
@@ -157,10 +158,11 @@ TEST_CASE("the guest's edits come back as changes, the host is untouched until a
 
   CHECK(s.repo.fingerprint() == before);  // reviewing changed nothing on the host
 
-  // A second look fetches only what changed since.
+  // A second look fetches only what changed since, inline with the manifest.
   s.guest("echo more >> notes.txt");
   auto again = s.refresh();
   CHECK(again.blobs_fetched == 1);
+  CHECK(again.blobs_inlined == 1);
   // ... from a partial manifest patched onto the first view: every earlier change is still there.
   CHECK(again.steps.partial);
   CHECK(again.steps.records == 1);
@@ -175,6 +177,51 @@ TEST_CASE("the guest's edits come back as changes, the host is untouched until a
   CHECK(fs::exists(s.repo.dir / "untracked.txt"));   // not selected: still there
   CHECK(fs::exists(s.repo.dir / "README.md"));
   CHECK_FALSE(fs::exists(s.repo.dir / "escape"));    // nothing else was written
+}
+
+TEST_CASE("a refresh after the guest's edits takes the changed files from the manifest, with no export", "[sandbox][workspace]") {
+  WorkspaceSandbox s;
+  auto first = s.refresh();  // a whole manifest: what the store lacks is exported
+  CHECK_FALSE(first.steps.partial);
+  CHECK(first.blobs_inlined == 0);
+
+  s.guest("printf 'int main(void) {\\n  return 3;\\n}\\n' > src/app.c && echo 'agent line' >> notes.txt && rm untracked.txt && "
+          "printf 'added\\n' > 'new file.txt' && ln -s README.md readme-link");
+  auto set = s.refresh();
+  CHECK(set.refused.empty());
+  CHECK(set.steps.partial);
+  CHECK(set.steps.exported == 0);  // every changed file came inline: no workspace.export
+  CHECK(set.steps.inlined == 4);   // src/app.c, notes.txt, new file.txt, readme-link (untracked.txt is a removal)
+  CHECK(set.blobs_inlined == 4);
+  CHECK(set.blobs_fetched == 4);
+  CHECK(set.steps.fetch_ms == 0);
+  // The diff is built from those blobs.
+  REQUIRE(set.changes->find("src/app.c"));
+  CHECK(set.changes->find("src/app.c")->status == review::ChangeStatus::kModified);
+  auto app = set.changes->content("src/app.c", review::Side::kCurrent);
+  REQUIRE(app.ok());
+  CHECK(app->bytes == "int main(void) {\n  return 3;\n}\n");
+  auto notes = set.changes->content("notes.txt", review::Side::kCurrent);
+  REQUIRE(notes.ok());
+  CHECK(notes->bytes == "keep me\nuncommitted edit\nagent line\n");
+  auto added = set.changes->content("new file.txt", review::Side::kCurrent);
+  REQUIRE(added.ok());
+  CHECK(added->bytes == "added\n");
+  auto link = set.changes->content("readme-link", review::Side::kCurrent);
+  REQUIRE(link.ok());
+  CHECK(link->bytes == "README.md");
+  REQUIRE(set.changes->find("untracked.txt"));
+  CHECK(set.changes->find("untracked.txt")->status == review::ChangeStatus::kDeleted);
+
+  // A file over the inline bound (1 MiB) still comes through workspace.export; the small one inline.
+  s.guest("head -c 1200000 /dev/zero | tr '\\0' x > big.txt && echo again >> notes.txt");
+  auto mixed = s.refresh();
+  CHECK(mixed.steps.inlined == 1);
+  CHECK(mixed.steps.exported == 1);
+  CHECK(mixed.blobs_fetched == 2);
+  auto big = mixed.changes->content("big.txt", review::Side::kCurrent);
+  REQUIRE(big.ok());
+  CHECK(big->bytes == std::string(1200000, 'x'));
 }
 
 TEST_CASE("apply merges the user's concurrent edit, reports a conflict and leaves that file alone", "[sandbox][workspace]") {
@@ -241,4 +288,78 @@ TEST_CASE("workspace sync brings host edits in and keeps the agent's own", "[san
   auto set = s.refresh();
   REQUIRE(set.changes->list().size() == 1);
   CHECK(set.changes->list()[0].path == "agent.txt");
+}
+
+TEST_CASE("the guest's git ignores what the host's does: info/exclude comes along", "[sandbox][workspace]") {
+  WorkspaceSandbox s;
+  CHECK_THAT(s.guest("cat .git/info/exclude"), Catch::Contains("# the repository's info/exclude\n*.swp\n/scratch/\n"));
+  s.guest("echo swap > .notes.txt.swp && mkdir -p scratch src && echo x > scratch/out && echo y > src/.app.c.swp && "
+          "echo real > real.txt");
+  CHECK(s.guest("git status --porcelain") == "?? real.txt\n");
+  auto set = s.refresh();
+  REQUIRE(set.changes->list().size() == 1);
+  CHECK(set.changes->list()[0].path == "real.txt");
+}
+
+TEST_CASE("a large file comes back whole; one over the limit is refused by name and keeps its snapshot version", "[sandbox][workspace]") {
+  workspace::snapshot::SnapshotLimits limits;
+  limits.max_file_bytes = 2 << 20;
+  WorkspaceSandbox s(limits);
+  // 1.5 MB of text (over the inline bound: exported), 3 MB over notes.txt (over the limit).
+  s.guest("yes 'a line of a large file' | head -c 1500000 > large.txt && head -c 3000000 /dev/zero > notes.txt && "
+          "echo more >> README.md");
+  auto set = s.refresh();
+  REQUIRE(set.refused.size() == 1);
+  CHECK(set.refused[0].path == "notes.txt");
+  CHECK_THAT(set.refused[0].reason, Catch::Contains("3000000 bytes, over the limit of 2097152"));
+  CHECK(find_change(set, "notes.txt") == nullptr);  // not offered as a change, and not as a deletion
+  // ... and the editor hears that the guest misbehaved.
+  REQUIRE_FALSE(s.w.events.misbehaved.empty());
+  const auto& [who, event] = s.w.events.misbehaved.back();
+  CHECK(who == s.id);
+  CHECK(event.source == "workspace");
+  CHECK(event.count == 1);
+  REQUIRE(event.entries.size() == 1);
+  CHECK(event.entries[0].path == "notes.txt");
+  CHECK_THAT(event.message, Catch::Contains("1 entry lockroom refused") && Catch::Contains("notes.txt"));
+  REQUIRE(find_change(set, "README.md"));
+  REQUIRE(find_change(set, "large.txt"));
+  std::string expected;
+  while (expected.size() < 1500000) expected += "a line of a large file\n";
+  expected.resize(1500000);
+  auto large = set.changes->content("large.txt", review::Side::kCurrent);
+  REQUIRE(large.ok());
+  CHECK(large->bytes == expected);
+
+  // Applying everything writes what was reviewed and leaves the refused file as it is.
+  auto results = s.apply(review::Selection::all());
+  CHECK(results.size() == 2);
+  CHECK(read_file(s.repo.dir / "large.txt") == expected);
+  CHECK(read_file(s.repo.dir / "notes.txt") == "keep me\nuncommitted edit\n");
+}
+
+TEST_CASE("a refresh while a process writes sees one consistent version of each file", "[sandbox][workspace]") {
+  WorkspaceSandbox s;
+  s.refresh();  // the view later refreshes patch, with the changed files' content read once, inline
+  // Appends numbered lines as fast as it can while the review lists and fetches.
+  std::string writer =
+      s.w.start(s.id, {"sh", "-c", "cd /workspace && i=0; while [ $i -lt 3000 ]; do echo \"line $i\" >> busy.log; i=$((i+1)); done"});
+  auto set = s.refresh();
+  if (set.changes->find("busy.log")) {
+    auto busy = set.changes->content("busy.log", review::Side::kCurrent);
+    REQUIRE(busy.ok());
+    // Whole lines 0..k, in order: a version the file really had, not a torn read.
+    INFO(busy->bytes.size() << " bytes");
+    CHECK((busy->bytes.empty() || busy->bytes.back() == '\n'));
+    std::istringstream lines(busy->bytes);
+    std::string line;
+    int n = 0;
+    while (std::getline(lines, line)) REQUIRE(line == "line " + std::to_string(n++));
+  }
+  s.w.wait_exit(writer);
+  // Once the writer is done, the next refresh has all of it.
+  auto after = s.refresh();
+  auto done = after.changes->content("busy.log", review::Side::kCurrent);
+  REQUIRE(done.ok());
+  CHECK(std::count(done->bytes.begin(), done->bytes.end(), '\n') == 3000);
 }
