@@ -27,5 +27,6 @@ void add_run_command(CLI::App& app, CommandContext& ctx);
 void add_ps_command(CLI::App& app, CommandContext& ctx);
 void add_kill_command(CLI::App& app, CommandContext& ctx);
 void add_kit_command(CLI::App& app, CommandContext& ctx);
+void add_workspace_command(CLI::App& app, CommandContext& ctx);
 
 }  // namespace lockroom::cli

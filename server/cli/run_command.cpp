@@ -3,7 +3,9 @@
 // The terminal is passed through when stdin is a terminal (raw mode, a pty in the guest, window
 // size kept in step), so an interactive agent CLI works; otherwise output is streamed and stdin
 // is forwarded until it ends. lockroom exits with CMD's status (128+N when a signal ended it),
-// 125 when the sandbox itself could not run it. The sandbox is destroyed afterwards.
+// 125 when the sandbox itself could not run it. With a workspace, its changes are reviewed
+// (run_review.h) before the sandbox is destroyed; when they cannot be read, the sandbox's own git
+// writes them as a patch, so the agent's work is not lost with the sandbox.
 #include <csignal>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -16,6 +18,7 @@
 
 #include "server/api/control_endpoints.h"
 #include "server/cli/command.h"
+#include "server/cli/fd_flags.h"
 #include "server/cli/run_network.h"
 #include "server/cli/run_review.h"
 #include "server/cli/sandbox_config.h"
@@ -31,6 +34,7 @@ namespace lockroom::cli {
 namespace {
 
 constexpr int kSandboxFailed = 125;
+constexpr std::size_t kMaxGuestPatchBytes = std::size_t(256) << 20;  // the guest process's own output limit
 
 struct RunOptions {
   std::int64_t cpus = 0, memory_mib = 0, timeout_s = 0;
@@ -223,6 +227,7 @@ class RunSession final : public core::SandboxEvents {
         self->manager_.resize(self->process_id_, cols, rows, [](Result<void>) {});
       }, SIGWINCH);
     }
+    stdio_flags_.save({STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO});
     stdin_ = std::make_unique<rpc::StdioTransport>(loop_, STDIN_FILENO, STDOUT_FILENO);
     auto started = stdin_->start(rpc::StdioTransport::Callbacks{
         [this](std::string_view bytes) {
@@ -239,17 +244,76 @@ class RunSession final : public core::SandboxEvents {
   // The sandbox's changes to the workspace: fetched, shown, then applied/saved/discarded.
   void review_then_finish() {
     auto ws = manager_.workspace(sandbox_id_);
-    if (!ws) return finish();
+    if (!ws) {
+      std::cerr << "lockroom: cannot read the sandbox's changes: " << ws.error().message << std::endl;
+      return finish();
+    }
     core::SandboxWorkspace* workspace = ws->first;
     workspace->refresh(*ws->second, [this, workspace](Result<core::ChangeSet> set) {
       if (!set) {
         std::cerr << "lockroom: cannot read the sandbox's changes: " << set.error().message << std::endl;
         if (exit_code_ == 0) exit_code_ = 1;
-        return finish();
+        return save_guest_patch();
       }
-      int status = review_changes(*set, *workspace, options_.review, interactive_, default_paths().cache / "patches", sandbox_id_);
+      stdio_flags_.restore();
+      ReviewContext context = review_context(*workspace);
+      context.answers_fd = interactive_ ? STDIN_FILENO : -1;
+      context.color = interactive_;
+      int status = review_changes(*set, options_.review, context);
       if (status && exit_code_ == 0) exit_code_ = status;
       finish();
+    });
+  }
+
+  ReviewContext review_context(const core::SandboxWorkspace& workspace) const {
+    ReviewContext context;
+    context.host_path = workspace.host_path();
+    context.base = &workspace.base();
+    context.patch_dir = default_paths().cache / "patches";
+    context.sandbox_id = sandbox_id_;
+    return context;
+  }
+
+  // When lockroom cannot review the changes, git in the sandbox writes them as a patch against
+  // the snapshot (its HEAD), which is saved in the patches folder. Made by the guest, so not
+  // checked by lockroom: the message says to read it before applying it.
+  void save_guest_patch() {
+    auto ws = manager_.workspace(sandbox_id_);
+    if (!ws) return finish();
+    const core::SandboxWorkspace* workspace = ws->first;
+    core::ProcessSpec spec{{"sh", "-c",
+                            "git add -A . && git -c core.pager=cat diff --cached --binary --full-index --no-color "
+                            "--no-ext-diff --no-textconv HEAD --"},
+                           std::string(core::SandboxWorkspace::kGuestPath), {}, std::nullopt};
+    std::cerr << "lockroom: saving the changes with git in the sandbox instead" << std::endl;
+    manager_.start_process(sandbox_id_, spec, [this, workspace](Result<std::string> pid) {
+      if (!pid) {
+        std::cerr << "lockroom: cannot run git in the sandbox: " << pid.error().message << std::endl;
+        return finish();
+      }
+      auto patch = std::make_shared<std::string>();
+      auto errors = std::make_shared<std::string>();
+      core::ProcessWatch::Watcher watcher;
+      watcher.output = [patch, errors](core::OutputStream stream, std::string_view bytes) {
+        std::string& into = stream == core::OutputStream::kStderr ? *errors : *patch;
+        if (into.size() < kMaxGuestPatchBytes) into.append(bytes.substr(0, kMaxGuestPatchBytes - into.size()));
+      };
+      watcher.exited = [this, workspace, patch, errors](const core::ProcessExit& exit) {
+        stdio_flags_.restore();
+        bool whole = patch->size() < kMaxGuestPatchBytes && exit.reason == core::ProcessEndReason::kNone;
+        if (exit.exit_code != 0 || !whole) {
+          std::cerr << "lockroom: git in the sandbox could not write the patch"
+                    << (whole ? "" : " (it passed its size limit)") << ": " << errors->substr(0, 2000) << std::endl;
+        } else if (patch->empty()) {
+          std::cerr << "lockroom: git in the sandbox sees no changes" << std::endl;
+        } else {
+          ReviewContext context = review_context(*workspace);
+          save_patch_text(*patch, fallback_patch_file(context), context,
+                          "the changes git in the sandbox wrote (not checked by lockroom: read them before you apply them)");
+        }
+        finish();
+      };
+      watch_.watch(*pid, std::move(watcher));
     });
   }
 
@@ -258,7 +322,10 @@ class RunSession final : public core::SandboxEvents {
     close_handle(winch_);
     if (stdin_) {
       auto* transport = stdin_.release();
-      transport->close([transport] { delete transport; });
+      transport->close([this, transport] {
+        delete transport;
+        stdio_flags_.restore();
+      });
     }
   }
 
@@ -285,6 +352,7 @@ class RunSession final : public core::SandboxEvents {
   std::string process_id_;
   std::optional<std::filesystem::path> audit_log_;
   std::optional<RawTerminal> raw_;
+  FdFlags stdio_flags_;  // stdin's, stdout's and stderr's, as they were before stdin_ opened them
   std::unique_ptr<rpc::StdioTransport> stdin_;
   uv_signal_t* winch_ = nullptr;
 };
