@@ -73,21 +73,25 @@ MisbehaviourEvent misbehaviour_of(const std::vector<review::EntryRefusal>& refus
 }
 
 // Stores the manifest's inline content of the files among `candidates` (the changed paths the
-// view took; AgentClient checked each content against its id, the store checks again). Counts
-// them in `steps.inlined`; returns the bytes stored. Worker thread.
-Result<std::uint64_t> store_inlined(git_repository* store, const channel::WorkspaceManifest& listed, const review::Manifest& candidates,
-                                    RefreshSteps& steps) {
+// view took). AgentClient computed each content's id itself and found it the record's, so the
+// blobs go into the review's memory as they are (`objects`); one that does not fit its budget goes
+// through store_blob, which checks the id again and writes it loose. Counts them in
+// `steps.inlined`; returns the bytes stored. Worker thread.
+Result<std::uint64_t> store_inlined(git_repository* store, review::ReviewObjects& objects, channel::WorkspaceManifest& listed,
+                                    const review::Manifest& candidates, RefreshSteps& steps) {
   std::set<std::string> wanted;
   for (const auto& f : candidates.files) wanted.insert(oid_hex(f.id));
   std::uint64_t bytes = 0;
-  for (const auto& c : listed.inlined) {
+  for (auto& c : listed.inlined) {
     const auto& e = listed.entries.at(c.entry);
     if (!wanted.erase(e.id)) continue;  // refused by the view, or the same content twice
     auto oid = parse_oid(e.id, "inlined file");
     if (!oid) return oid.error();
-    if (auto stored = review::store_blob(store, *oid, c.content, e.path); !stored) return stored.error();
+    std::size_t size = c.content.size();
+    if (!objects.keep_verified_blob(*oid, c.content))
+      if (auto stored = review::store_blob(store, *oid, c.content, e.path); !stored) return stored.error();
     steps.inlined++;
-    bytes += c.content.size();
+    bytes += size;
   }
   return bytes;
 }
@@ -118,7 +122,7 @@ void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done
     auto received = Clock::now();
     run_blocking<std::shared_ptr<Listing>>(
         loop_,
-        [shared, params, previous, store, base_tree, started, received]() -> Result<std::shared_ptr<Listing>> {
+        [shared, params, previous, store, objects = &review_objects_, base_tree, started, received]() -> Result<std::shared_ptr<Listing>> {
           auto out = std::make_shared<Listing>();
           out->listed = std::move(*shared);
           out->steps.manifest_ms = ms_between(started, received);
@@ -150,7 +154,7 @@ void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done
           }
           // What came inline is stored first: only the rest is missing.
           auto inline_started = Clock::now();
-          auto inlined = store_inlined(store, out->listed, candidates, out->steps);
+          auto inlined = store_inlined(store, *objects, out->listed, candidates, out->steps);
           if (!inlined) return inlined.error();
           out->bytes_inlined = *inlined;
           std::vector<wire::InlinedContent>().swap(out->listed.inlined);

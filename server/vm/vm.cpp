@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/common/subprocess.h"
 #include "server/common/uv_handle.h"
 #include "server/vm/channel_probe.h"
 
@@ -84,9 +85,29 @@ Result<std::unique_ptr<Vm>> Vm::start(uv_loop_t* loop, VmSpec spec, VmCallbacks 
   return vm;
 }
 
+namespace {
+
+// setpriv(1) (util-linux) runs QEMU with PR_SET_PDEATHSIG = SIGKILL, which survives its exec:
+// QEMU then dies with the lockroom process that started it (a server the editor killed, a test
+// or benchmark binary that exited) instead of running on, orphaned. Checked once; without it
+// QEMU runs as before.
+const std::vector<std::string>& die_with_parent_prefix() {
+  static const std::vector<std::string> prefix = [] {
+    auto probe = run_capture({"setpriv", "--pdeathsig", "KILL", "--", "true"});
+    if (probe && probe->exit_code == 0) return std::vector<std::string>{"setpriv", "--pdeathsig", "KILL", "--"};
+    spdlog::debug("setpriv --pdeathsig is not available: a VM outlives a lockroom that dies without stopping it");
+    return std::vector<std::string>{};
+  }();
+  return prefix;
+}
+
+}  // namespace
+
 Result<void> Vm::spawn() {
   auto argv = build_qemu_argv(spec_.qemu);
   if (!argv) return argv.error();
+  const auto& prefix = die_with_parent_prefix();
+  argv->insert(argv->begin(), prefix.begin(), prefix.end());
   int log_fd = open((state_dir_ / "qemu.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (log_fd < 0) return make_error(ErrorCode::kUnavailable, "cannot create qemu.log in " + state_dir_.string());
   std::vector<char*> args;

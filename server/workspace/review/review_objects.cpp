@@ -169,6 +169,14 @@ Result<ReviewObjects> ReviewObjects::attach(git_repository* store, std::uint64_t
   return ReviewObjects(&backend->state);
 }
 
+bool ReviewObjects::keep_verified_blob(const git_oid& id, std::string& content) {
+  if (!state_) return false;
+  std::unique_lock lock(state_->mutex);
+  if (!state_->objects.count(id) && !fits(*state_, content.size())) return false;
+  keep(*state_, id, std::move(content), GIT_OBJECT_BLOB);
+  return true;
+}
+
 std::uint64_t ReviewObjects::bytes() const {
   if (!state_) return 0;
   std::shared_lock lock(state_->mutex);

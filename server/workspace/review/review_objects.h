@@ -16,6 +16,7 @@
 #include <git2.h>
 
 #include <cstdint>
+#include <string>
 
 #include "server/common/result.h"
 
@@ -31,6 +32,11 @@ class ReviewObjects {
   static Result<ReviewObjects> attach(git_repository* store, std::uint64_t budget = kDefaultBudget,
                                       std::uint64_t max_object = kDefaultMaxObject);
   ReviewObjects() = default;
+
+  // Keeps `content` (moved out of it) as the blob `id` without hashing it: only for content whose
+  // id the caller computed itself (never an id the guest claims). False, `content` untouched, when
+  // it does not fit the budget (then store it through the object database: it goes loose).
+  bool keep_verified_blob(const git_oid& id, std::string& content);
 
   // Bytes and objects held in memory now.
   std::uint64_t bytes() const;

@@ -101,3 +101,24 @@ TEST_CASE("review objects: clear forgets what memory held, not what is on disk",
   write_blob(store.get(), "kept in memory\n");
   CHECK(objects->count() == 1);
 }
+
+TEST_CASE("review objects: a blob whose id the caller computed is kept as is, within the budget", "[review_objects]") {
+  TempDir dir;
+  RepoPtr store = init_repo(dir / "store.git", true);
+  auto objects = ReviewObjects::attach(store.get(), 64, 32);
+  REQUIRE(objects);
+
+  std::string small = "twelve bytes";
+  git_oid small_id = blob_id(small);
+  CHECK(objects->keep_verified_blob(small_id, small));
+  CHECK(small.empty());  // moved into the store's memory
+  CHECK(read_blob(store.get(), small_id) == "twelve bytes");
+  CHECK(loose_objects(dir / "store.git") == 0);
+
+  // Over the per-object bound: declined, the content left for the caller to store another way.
+  std::string big(40, 'x');
+  CHECK_FALSE(objects->keep_verified_blob(blob_id(big), big));
+  CHECK(big == std::string(40, 'x'));
+  CHECK(objects->count() == 1);
+  CHECK(objects->bytes() == 12);
+}
