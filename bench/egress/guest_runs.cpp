@@ -71,7 +71,7 @@ class GuestDriver {
     auto policy = egress::parse_policy(nlohmann::json{{"rules", rules}, {"defaultAllow", false}});
     if (!policy) return policy.error();
     core::CreateRequest request;
-    request.network = core::NetworkRequest{std::move(policy.value()), {}};
+    request.network = core::NetworkRequest{std::move(policy.value()), {}, {}};
     std::optional<Result<core::CreateResult>> created;
     manager_->create(std::move(request), nullptr, [&](Result<core::CreateResult> r) { created = std::move(r); });
     wait([&] { return created.has_value(); });

@@ -93,6 +93,14 @@ struct Driver {
     request.workspace = std::move(workspace);
     return await<core::CreateResult>("sandbox create", [&](auto done) { manager->create(request, nullptr, done); });
   }
+  // Waits until no template is being built in the background (a workspace template follows the
+  // first create of a workspace and boots a VM of its own): measured steps must not share the
+  // CPU with it.
+  void wait_templates_idle() {
+    bool idle = false;
+    manager->templates().when_idle([&] { idle = true; });
+    run_until([&] { return idle; });
+  }
   void destroy(const std::string& sb) {
     std::optional<Result<void>> r;
     manager->destroy(sb, [&](Result<void> v) { r = std::move(v); });

@@ -129,6 +129,7 @@ std::pair<std::string, std::string> first_sync(Driver& b, const bench::SourceRep
   std::string kept, commit;
   for (int i = 0; i < runs; ++i) {
     std::cerr << "first sync " << i + 1 << "/" << runs << ": plain create, cold store, warm store, tar, git clone\n";
+    b.wait_templates_idle();  // a workspace template the last round started, off the clock
     auto p = b.create();
     out.plain.push_back(p.timings.total_ms);
     b.destroy(p.sandbox_id);
@@ -139,6 +140,7 @@ std::pair<std::string, std::string> first_sync(Driver& b, const bench::SourceRep
     out.cold.add(c);
     b.destroy(c.sandbox_id);
 
+    b.wait_templates_idle();
     auto w = b.create(request);
     out.warm.add(w);
     if (!kept.empty()) b.destroy(kept);
@@ -146,6 +148,7 @@ std::pair<std::string, std::string> first_sync(Driver& b, const bench::SourceRep
     commit = w.workspace->snapshot.commit_id;
 
     // tar c on the host | the same channel (a guest process's stdin) | tar x in the guest.
+    b.wait_templates_idle();
     auto t = b.create();
     auto t0 = Clock::now();
     std::string pid = b.start(t.sandbox_id, {"sh", "-c", "mkdir -p /tmp/t && tar x -f - -C /tmp/t"});
@@ -420,6 +423,7 @@ int main(int argc, char** argv) {
       } else {
         kept = b.create(request).sandbox_id;  // just the sandbox the sync and review run in
       }
+      b.wait_templates_idle();
       incremental_sync(b, repo, kept, runs, r);
       review(b, repo, kept, runs, r);
       b.destroy(kept);

@@ -95,7 +95,7 @@ core::NetworkRequest network_for(int port) {
                                    {"inject", {{"header", "Authorization"}, {"value", "Bearer {value}"}}}}});
   auto parsed_secrets = egress::parse_secrets(secrets);
   REQUIRE(parsed_secrets.ok());
-  return core::NetworkRequest{*parsed, *parsed_secrets};
+  return core::NetworkRequest{*parsed, *parsed_secrets, {}};
 }
 
 // Runs `script` in the sandbox with the proxy used for every address (busybox wget has no

@@ -71,7 +71,7 @@ core::NetworkRequest network_request(const json& policy, const json& secrets) {
   REQUIRE(parsed.ok());
   auto parsed_secrets = egress::parse_secrets(secrets);
   REQUIRE(parsed_secrets.ok());
-  return core::NetworkRequest{*parsed, *parsed_secrets};
+  return core::NetworkRequest{*parsed, *parsed_secrets, {}};
 }
 
 json allow(const std::string& host, int port, const std::string& name) {
