@@ -92,6 +92,11 @@ const std::string* ContentCapture::find(const std::string& path) const {
   return it == contents_.end() ? nullptr : &it->second;
 }
 
+std::string* ContentCapture::find(const std::string& path) {
+  auto it = contents_.find(path);
+  return it == contents_.end() ? nullptr : &it->second;
+}
+
 std::vector<std::string> split_z(const std::string& text) {
   std::vector<std::string> paths;
   std::size_t start = 0;
@@ -152,7 +157,8 @@ std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& 
       cache.store(path, key, raw, index->written_ns());
       m.cached++;
     } else {
-      KeptContent kept{m.captured.room()};
+      KeptContent kept;
+      kept.max_bytes = m.captured.room();
       auto hashed = hash_regular(dir, path, hasher, st, m.captured.on() ? &kept : nullptr);
       if (!hashed && hashed.error().code == ErrorCode::kNotFound) {
         m.skipped++;  // gone since git listed it

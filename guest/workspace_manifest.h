@@ -40,6 +40,7 @@ class ContentCapture {
   std::uint64_t room() const;
   void keep(const std::string& path, std::string bytes);
   const std::string* find(const std::string& path) const;
+  std::string* find(const std::string& path);  // (its bytes may be moved out once used)
 
  private:
   bool on_ = false;

@@ -14,6 +14,7 @@
 #include "guest/workspace_fast_sync.h"
 #include "guest/workspace_git.h"
 #include "guest/workspace_index.h"
+#include "guest/workspace_inline.h"
 #include "guest/workspace_manifest.h"
 #include "guest/workspace_manifest_delta.h"
 #include "protocol/channel/messages.h"
@@ -52,23 +53,6 @@ void write_exclude(const std::string& root, const std::string& text) {
   if (done != text.size() || ::rename(temp.c_str(), file.c_str()) != 0) {
     log_debug("workspace.checkout: cannot write " + file + ": " + std::strerror(errno));
     ::unlink(temp.c_str());
-  }
-}
-
-// After a partial manifest's records: the content of each changed record that was read for this
-// manifest, in record order, while it fits the host's bounds (the rest the host exports).
-void append_inline_contents(std::string& body, const std::vector<channel::ManifestEntry>& records, const ContentCapture& captured,
-                            const channel::InlineBounds& bounds, channel::WorkspaceManifestResult& result) {
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const auto& e = records[i];
-    if (e.mode == channel::kModeRemoved || static_cast<std::int64_t>(e.size) > bounds.max_file_bytes ||
-        result.inline_bytes + static_cast<std::int64_t>(e.size) > bounds.max_total_bytes)
-      continue;
-    const std::string* content = captured.find(e.path);
-    if (!content || content->size() != e.size) continue;
-    channel::append_inline_content(body, static_cast<std::uint32_t>(i), *content);
-    result.inlined++;
-    result.inline_bytes += static_cast<std::int64_t>(e.size);
   }
 }
 
@@ -187,7 +171,7 @@ Outcome WorkspaceService::manifest(const json& params) {
     channel::append_manifest_record(body, e);
     ws.paths.push_back(e.path);
   }
-  if (capture) append_inline_contents(body, records, m.captured, *capture, result);
+  if (capture) append_inline_contents(body, records, m.captured, *capture, since ? &since->entries : nullptr, ws.sent, result);
   ws.manifest = result.manifest;
   ws.remembered.push_back(Remembered{result.manifest, std::move(m.entries)});
   while (ws.remembered.size() > kRememberedManifests) ws.remembered.pop_front();

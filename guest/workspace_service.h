@@ -28,6 +28,7 @@
 #include "guest/connection.h"
 #include "guest/errors.h"
 #include "guest/workspace_hash.h"
+#include "guest/workspace_inline.h"
 #include "guest/workspace_listing.h"
 #include "guest/workspace_transfers.h"
 #include "guest/workspace_watch.h"
@@ -70,6 +71,7 @@ class WorkspaceService {
     bool relist = false;                 // the last manifest failed: the next lists everything
     std::int64_t manifest = 0;
     std::vector<std::string> paths;  // of that manifest's records (what workspace.export indexes)
+    SentContents sent;               // files sent inline lately: the bases of later deltas
   };
   Workspace& workspace(const std::string& path, std::size_t cache_entries);
   Outcome start(std::unique_ptr<WorkspaceTransfer> transfer, const char* method, std::uint32_t& stream);

@@ -425,6 +425,7 @@ int main(int argc, char** argv) {
       }
       b.wait_templates_idle();
       incremental_sync(b, repo, kept, runs, r);
+      b.wait_templates_idle();
       review(b, repo, kept, runs, r);
       b.destroy(kept);
     }

@@ -216,7 +216,10 @@ Result<WorkspaceCheckoutResult> parse_workspace_checkout_result(const json& j) {
 json to_json(const WorkspaceManifestParams& v) {
   json j = bounds_json(json{{"path", v.path}}, v.bounds);
   if (v.since) j["since"] = *v.since;
-  if (v.inline_content) j["inline"] = json{{"maxFileBytes", v.inline_content->max_file_bytes}, {"maxTotalBytes", v.inline_content->max_total_bytes}};
+  if (v.inline_content) {
+    j["inline"] = json{{"maxFileBytes", v.inline_content->max_file_bytes}, {"maxTotalBytes", v.inline_content->max_total_bytes}};
+    if (v.inline_content->deltas) j["inline"]["deltas"] = true;
+  }
   return j;
 }
 
@@ -230,6 +233,7 @@ Result<WorkspaceManifestParams> parse_workspace_manifest_params(const json& j) {
     InlineBounds b;
     b.max_file_bytes = in->integer("maxFileBytes", true, 0, kMaxInlineBytes).value_or(0);
     b.max_total_bytes = in->integer("maxTotalBytes", true, 0, kMaxInlineBytes).value_or(0);
+    b.deltas = in->boolean("deltas", false).value_or(false);
     r.merge(*in);
     v.inline_content = b;
   }
@@ -306,6 +310,13 @@ void append_inline_content(std::string& out, std::uint32_t record, std::string_v
   out.append(content);
 }
 
+void append_inline_delta(std::string& out, std::uint32_t record, const InlineDelta& delta, std::string_view middle) {
+  put_u32(out, record | kInlineDeltaFlag);
+  put_u32(out, delta.prefix);
+  put_u32(out, delta.suffix);
+  out.append(middle);
+}
+
 ManifestDecoder::ManifestDecoder(const WorkspaceManifestResult& announced, const WorkspaceBounds& bounds, const InlineBounds& inline_bounds,
                                  BlobIdFunction blob_id)
     : announced_entries_(announced.entries), announced_bytes_(announced.bytes), announced_body_(announced.body),
@@ -338,7 +349,9 @@ Result<void> ManifestDecoder::feed(std::string_view bytes) {
     // many (and refused as such).
     const bool inline_part = announced_inlined_ > 0 && static_cast<std::int64_t>(entries_.size()) >= announced_entries_;
     std::size_t want = 4;
-    if (!inline_part) {
+    if (inline_part) {
+      if (pending_.size() >= 4 && (get_u32(pending_.data()) & kInlineDeltaFlag)) want += kInlineDeltaHeaderBytes;
+    } else {
       if (pending_.size() < kManifestFixedBytes) {
         std::size_t take = std::min(kManifestFixedBytes - pending_.size(), bytes.size());
         pending_.append(bytes.substr(0, take));
@@ -351,6 +364,7 @@ Result<void> ManifestDecoder::feed(std::string_view bytes) {
     pending_.append(bytes.substr(0, take));
     bytes.remove_prefix(take);
     if (pending_.size() < want) break;
+    if (inline_part && want == 4 && (get_u32(pending_.data()) & kInlineDeltaFlag)) continue;  // a delta: its header goes on
     auto ok = inline_part ? inline_header(pending_) : record(pending_);
     if (!ok) return fail(ok.error().message);
     pending_.clear();
@@ -365,6 +379,9 @@ Result<void> ManifestDecoder::inline_header(std::string_view header) {
   if (static_cast<std::int64_t>(inlined_.size()) >= announced_inlined_)
     return bad("is one more than the " + std::to_string(announced_inlined_) + " announced");
   std::uint32_t index = get_u32(header.data());
+  const bool is_delta = (index & kInlineDeltaFlag) != 0;
+  index &= ~kInlineDeltaFlag;
+  if (is_delta && !inline_bounds_.deltas) return bad("is a delta, which the host did not ask for");
   if (index >= entries_.size()) return bad("names record " + std::to_string(index) + " of " + std::to_string(entries_.size()));
   if (!inlined_.empty() && index <= inlined_.back().entry)
     return bad("names record " + std::to_string(index) + " after record " + std::to_string(inlined_.back().entry) + ": indexes must increase");
@@ -373,13 +390,24 @@ Result<void> ManifestDecoder::inline_header(std::string_view header) {
   if (e.size > static_cast<std::uint64_t>(inline_bounds_.max_file_bytes))
     return bad("is for " + shown(e.path) + " of " + std::to_string(e.size) + " bytes; the host asked for files up to " +
                std::to_string(inline_bounds_.max_file_bytes));
-  inline_total_ += static_cast<std::int64_t>(e.size);
-  if (inline_total_ > announced_inline_bytes_ || inline_total_ > inline_bounds_.max_total_bytes)
+  std::optional<InlineDelta> delta;
+  std::uint64_t carried = e.size;
+  if (is_delta) {
+    delta = InlineDelta{get_u32(header.data() + 4), get_u32(header.data() + 8)};
+    std::uint64_t kept = std::uint64_t(delta->prefix) + delta->suffix;
+    if (kept > e.size)
+      return bad("for " + shown(e.path) + " keeps " + std::to_string(kept) + " bytes of its base, more than the " + std::to_string(e.size) +
+                 " bytes of the file");
+    carried = e.size - kept;
+  }
+  inline_files_ += static_cast<std::int64_t>(e.size);
+  inline_total_ += static_cast<std::int64_t>(carried + (is_delta ? kInlineDeltaHeaderBytes : 0));
+  if (inline_total_ > announced_inline_bytes_ || inline_files_ > inline_bounds_.max_total_bytes)
     return bad("brings the inline content over the " + std::to_string(std::min(announced_inline_bytes_, inline_bounds_.max_total_bytes)) +
                " bytes announced or asked for");
-  inlined_.push_back(InlinedContent{index, {}});
-  inlined_.back().content.reserve(static_cast<std::size_t>(e.size));
-  content_left_ = e.size;
+  inlined_.push_back(InlinedContent{index, {}, delta});
+  inlined_.back().content.reserve(static_cast<std::size_t>(carried));
+  content_left_ = carried;
   in_content_ = true;
   if (content_left_ == 0) return inline_done();
   return {};
@@ -392,6 +420,7 @@ Result<void> ManifestDecoder::inline_done() {
   auto bad = [&](const std::string& why) {
     return make_error(ErrorCode::kInvalidInput, "inline content " + std::to_string(inlined_.size() - 1) + " (" + shown(e.path) + ") " + why);
   };
+  if (c.delta) return {};  // checked once rebuilt from the base (InlinedContent)
   if (!blob_id_) return bad("cannot be checked: the host gave the decoder no way to compute blob ids");
   std::string id = blob_id_(c.content);
   if (id != e.id) return bad("has blob id " + id + ", but its record says " + e.id);

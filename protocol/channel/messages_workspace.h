@@ -90,9 +90,12 @@ struct WorkspaceCheckoutResult {
 
 // How much file content a partial manifest may carry after its records ("inline"): each file up
 // to `max_file_bytes`, all of them together up to `max_total_bytes` (both at most kMaxInlineBytes).
+// With `deltas`, the agent may send a changed file as a delta against the version the since
+// manifest lists for the same path (see InlinedContent).
 struct InlineBounds {
   std::int64_t max_file_bytes = 1LL << 20;
   std::int64_t max_total_bytes = 8LL << 20;
+  bool deltas = false;
 };
 
 struct WorkspaceManifestParams {
@@ -121,7 +124,8 @@ struct WorkspaceManifestResult {
   std::optional<std::int64_t> since;
   // Records whose content follows the records (a partial manifest, when the host asked for
   // inline content), and the bytes of that content. `body` counts them too: for each, 4 bytes of
-  // record index and the record's `size` bytes.
+  // record index and the record's `size` bytes (a delta: its 8 header bytes and the bytes it
+  // carries, both counted in `inline_bytes`).
   std::int64_t inlined = 0;
   std::int64_t inline_bytes = 0;
 };
@@ -171,11 +175,25 @@ void append_manifest_record(std::string& out, const ManifestEntry& entry);
 // (exactly the record's size).
 void append_inline_content(std::string& out, std::uint32_t record, std::string_view content);
 
-// A record's content carried in a partial manifest after the records.
+// A record's content carried in a partial manifest after the records: the whole file, or (when
+// the host asked for deltas) a delta against the version of the same path in the since manifest
+// (the base, which the host holds): the file is the base's first `prefix` bytes, then `content`,
+// then the base's last `suffix` bytes. A delta's id cannot be checked without the base: the host
+// rebuilds the file from its own copy of the base and checks the id then.
+struct InlineDelta {
+  std::uint32_t prefix = 0;
+  std::uint32_t suffix = 0;
+};
 struct InlinedContent {
   std::size_t entry = 0;  // index into the manifest's records
   std::string content;
+  std::optional<InlineDelta> delta;
 };
+// On the wire a delta's record index has this bit set and is followed by the prefix and suffix
+// lengths (u32 each) before the bytes it carries.
+inline constexpr std::uint32_t kInlineDeltaFlag = 0x80000000u;
+inline constexpr std::size_t kInlineDeltaHeaderBytes = 8;
+void append_inline_delta(std::string& out, std::uint32_t record, const InlineDelta& delta, std::string_view middle);
 // The git blob id (40 hex) of some bytes, as the host computes it; the decoder has no hash of
 // its own (protocol/ needs no crypto library).
 using BlobIdFunction = std::function<std::string(std::string_view content)>;
@@ -191,7 +209,9 @@ std::string workspace_path_problem(std::string_view path);
 // records (mode 0, zero id, size 0) are accepted only when the result announced a partial
 // manifest (`since`). Then the inline content
 // the result announced (`inlined`, `inline_bytes`): record indexes increasing and in range, no
-// removal, each within `inline_bounds`, and each content's blob id (by `blob_id`) the record's.
+// removal, each within `inline_bounds`, and each whole content's blob id (by `blob_id`) the
+// record's; a delta only when `inline_bounds.deltas`, keeping no more of its base than the
+// record's size.
 class ManifestDecoder {
  public:
   ManifestDecoder(const WorkspaceManifestResult& announced, const WorkspaceBounds& bounds, const InlineBounds& inline_bounds = {},
@@ -224,7 +244,8 @@ class ManifestDecoder {
   std::vector<InlinedContent> inlined_;
   std::uint64_t content_left_ = 0;  // bytes still due of the last inlined content
   bool in_content_ = false;
-  std::int64_t inline_total_ = 0;
+  std::int64_t inline_total_ = 0;  // bytes carried (a delta's header included)
+  std::int64_t inline_files_ = 0;  // the sizes of the files they make
   std::optional<Error> error_;
 };
 

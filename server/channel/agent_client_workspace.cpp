@@ -1,13 +1,13 @@
 // AgentClient's workspace methods: import (pack stream + checkout), manifest and export, with
 // every bound of a hostile guest checked here; see agent_client.h and protocol/channel.md.
-#include <openssl/evp.h>
-
 #include "server/channel/agent_client.h"
 
 #include <chrono>
 #include <deque>
 
 #include <spdlog/spdlog.h>
+
+#include "server/channel/blob_digest.h"
 
 namespace lockroom::channel {
 
@@ -19,30 +19,6 @@ constexpr std::size_t kMaxReserve = 1u << 20;
 Error stream_error(const std::string& what, const std::string& reason) {
   return make_error(ErrorCode::kUnavailable, what + ": " + (reason.empty() ? std::string("the transfer was aborted") : reason));
 }
-
-// SHA-1 of a git blob, fed as the bytes arrive.
-class BlobDigest {
- public:
-  BlobDigest() : ctx_(EVP_MD_CTX_new()) {}
-  ~BlobDigest() { EVP_MD_CTX_free(ctx_); }
-  BlobDigest(const BlobDigest&) = delete;
-  BlobDigest& operator=(const BlobDigest&) = delete;
-  void begin(std::uint64_t size) {
-    EVP_DigestInit_ex(ctx_, EVP_sha1(), nullptr);
-    std::string header = "blob " + std::to_string(size);
-    EVP_DigestUpdate(ctx_, header.c_str(), header.size() + 1);  // with the NUL
-  }
-  void update(std::string_view bytes) { EVP_DigestUpdate(ctx_, bytes.data(), bytes.size()); }
-  std::string hex() {
-    unsigned char out[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx_, out, &len);
-    return wire::id_to_hex(std::string_view(reinterpret_cast<char*>(out), len));
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
 
 // The workspace's own error codes; everything else as for every method.
 Error workspace_error(const char* method, const protocol::RpcError& error) {
@@ -227,12 +203,8 @@ void AgentClient::manifest(const wire::WorkspaceManifestParams& params, Done<Wor
       [this, alive, finish, bounds, inline_content](Result<wire::WorkspaceManifestResult> listed) {
         if (!listed) return (*finish)(listed.error());
         // Inline content is checked against the ids as the host computes them.
-        auto decoder = std::make_shared<wire::ManifestDecoder>(*listed, bounds, inline_content.value_or(wire::InlineBounds{}), [](std::string_view content) {
-          BlobDigest digest;
-          digest.begin(content.size());
-          digest.update(content);
-          return digest.hex();
-        });
+        auto decoder =
+            std::make_shared<wire::ManifestDecoder>(*listed, bounds, inline_content.value_or(wire::InlineBounds{}), BlobDigest::of);
         auto summary = std::make_shared<wire::WorkspaceManifestResult>(std::move(*listed));
         // A manifest that breaks a rule is a lying agent: the whole channel fails.
         auto lie = [this, finish](const Error& e) {

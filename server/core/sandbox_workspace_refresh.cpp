@@ -1,17 +1,21 @@
 // SandboxWorkspace::refresh, the changes out: the agent's manifest (partial after the first, the
 // changed files' content inline), the blobs the store lacks, the result tree and its diff with the
 // base (see sandbox_workspace.h).
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
+#include "server/channel/blob_digest.h"
 #include "server/common/uv_work.h"
 #include "server/core/sandbox_workspace.h"
 #include "server/core/sandbox_workspace_parts.h"
 #include "server/workspace/review/blob_store.h"
 #include "server/workspace/review/keep_base.h"
 #include "server/workspace/review/manifest_patch.h"
+#include "server/workspace/review/path_rules.h"
 #include "server/workspace/review/result_tree.h"
 
 namespace lockroom::core {
@@ -28,7 +32,8 @@ constexpr int kRefreshAttempts = 3;  // files that change while they are fetched
 // bigger ones stream through workspace.export, flow-controlled, rather than sit in one answer.
 // 8 MiB per manifest bounds what the agent and the host hold in memory for it, and how long the
 // agent's loop is busy sending it (a few hundred ms under TCG); what does not fit is exported.
-constexpr wire::InlineBounds kInlineContent{std::int64_t{1} << 20, std::int64_t{8} << 20};
+// With deltas: a changed file the view already has a version of comes as the bytes that differ.
+constexpr wire::InlineBounds kInlineContent{std::int64_t{1} << 20, std::int64_t{8} << 20, true};
 
 }  // namespace
 
@@ -72,21 +77,50 @@ MisbehaviourEvent misbehaviour_of(const std::vector<review::EntryRefusal>& refus
   return event;
 }
 
+// The file a delta makes from the view's version of `path` (protocol/channel/messages_workspace.h,
+// InlinedContent), or nullopt when the view has no such file, the store lacks its blob or the
+// delta keeps more than it has. Worker thread.
+std::optional<std::string> rebuild_from_delta(git_repository* store, const review::Manifest& view, const std::string& path,
+                                              const wire::InlinedContent& c) {
+  auto it = std::lower_bound(view.files.begin(), view.files.end(), path, [](const review::ManifestFile& f, const std::string& p) { return f.path < p; });
+  if (it == view.files.end() || it->path != path) return std::nullopt;
+  git_blob* raw = nullptr;
+  if (git_blob_lookup(&raw, store, &it->id) != 0) return std::nullopt;
+  workspace::BlobPtr blob(raw);
+  std::string_view base(static_cast<const char*>(git_blob_rawcontent(blob.get())), static_cast<std::size_t>(git_blob_rawsize(blob.get())));
+  if (std::uint64_t(c.delta->prefix) + c.delta->suffix > base.size()) return std::nullopt;
+  std::string file;
+  file.reserve(c.delta->prefix + c.content.size() + c.delta->suffix);
+  file.append(base.substr(0, c.delta->prefix)).append(c.content).append(base.substr(base.size() - c.delta->suffix));
+  return file;
+}
+
 // Stores the manifest's inline content of the files among `candidates` (the changed paths the
-// view took). AgentClient computed each content's id itself and found it the record's, so the
-// blobs go into the review's memory as they are (`objects`); one that does not fit its budget goes
-// through store_blob, which checks the id again and writes it loose. Counts them in
-// `steps.inlined`; returns the bytes stored. Worker thread.
+// view took). AgentClient computed each whole content's id itself and found it the record's, so
+// those go into the review's memory as they are (`objects`). A delta is rebuilt from the view's
+// version of its path (`view`) and its id checked here; one that does not rebuild the record's
+// blob is left out, so the blob is missing and fetched with workspace.export (checked there).
+// What does not fit the memory budget goes through store_blob (checked again, written loose).
+// Counts them in `steps.inlined`; returns the bytes stored. Worker thread.
 Result<std::uint64_t> store_inlined(git_repository* store, review::ReviewObjects& objects, channel::WorkspaceManifest& listed,
-                                    const review::Manifest& candidates, RefreshSteps& steps) {
+                                    const review::Manifest& candidates, const review::Manifest* view, RefreshSteps& steps) {
   std::set<std::string> wanted;
   for (const auto& f : candidates.files) wanted.insert(oid_hex(f.id));
   std::uint64_t bytes = 0;
   for (auto& c : listed.inlined) {
     const auto& e = listed.entries.at(c.entry);
-    if (!wanted.erase(e.id)) continue;  // refused by the view, or the same content twice
+    if (!wanted.count(e.id)) continue;  // refused by the view, or the same content twice
     auto oid = parse_oid(e.id, "inlined file");
     if (!oid) return oid.error();
+    if (c.delta) {
+      auto rebuilt = view ? rebuild_from_delta(store, *view, e.path, c) : std::nullopt;
+      if (!rebuilt || channel::BlobDigest::of(*rebuilt) != e.id) {
+        spdlog::warn("the guest's delta for {} does not make the file its manifest names; fetching the whole file", review::printable(e.path));
+        continue;
+      }
+      c.content = std::move(*rebuilt);
+    }
+    wanted.erase(e.id);
     std::size_t size = c.content.size();
     if (!objects.keep_verified_blob(*oid, c.content))
       if (auto stored = review::store_blob(store, *oid, c.content, e.path); !stored) return stored.error();
@@ -154,7 +188,7 @@ void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done
           }
           // What came inline is stored first: only the rest is missing.
           auto inline_started = Clock::now();
-          auto inlined = store_inlined(store, *objects, out->listed, candidates, out->steps);
+          auto inlined = store_inlined(store, *objects, out->listed, candidates, previous ? &previous->files : nullptr, out->steps);
           if (!inlined) return inlined.error();
           out->bytes_inlined = *inlined;
           std::vector<wire::InlinedContent>().swap(out->listed.inlined);

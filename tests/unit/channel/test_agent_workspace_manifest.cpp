@@ -491,3 +491,56 @@ TEST_CASE("agent workspace: a partial manifest carries the changed files it read
   CHECK_FALSE(h.failure);
   CHECK(h.shutdown() == 0);
 }
+
+TEST_CASE("agent workspace: with deltas asked for, a file sent before comes back as the bytes that changed", "[channel][e2e][workspace]") {
+  World w;
+  std::string c1 = seed(w);
+  AgentHarness h;
+  REQUIRE(import(h, w.checkout(c1), w.pack(c1)));
+  auto m1 = manifest_inline(h, w, std::nullopt);
+  REQUIRE(m1);
+  wire::InlineBounds deltas{1 << 20, 8 << 20, true};
+
+  // First change: the agent has no bytes of the base (it was never sent): the whole file.
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "line " + std::to_string(i) + " of a file the agent edits\n";
+  write(w.ws / "a.txt", text);
+  write(w.ws / "small.txt", "tiny\n");
+  auto m2 = manifest_inline(h, w, m1->summary.manifest, deltas);
+  REQUIRE(m2);
+  REQUIRE(m2->inlined.size() == 2);
+  for (const auto& c : m2->inlined) CHECK_FALSE(c.delta.has_value());
+
+  // Then one line in the middle changes, and one is appended to the small file: the big one comes
+  // as a delta against m2's version (what the host holds), the small one whole (a delta would
+  // not be less than half of it).
+  std::string edited = text;
+  edited.replace(edited.find("line 100 of"), 8, "LINE 100");
+  write(w.ws / "a.txt", edited);
+  write(w.ws / "small.txt", "tiny\nmore\n");
+  auto m3 = manifest_inline(h, w, m2->summary.manifest, deltas);
+  REQUIRE(m3);
+  REQUIRE(m3->inlined.size() == 2);
+  const wire::InlinedContent* a = nullptr;
+  for (const auto& c : m3->inlined)
+    if (m3->entries[c.entry].path == "a.txt") a = &c;
+  REQUIRE(a);
+  REQUIRE(a->delta.has_value());
+  CHECK(a->content.size() < 16);  // the changed bytes only
+  std::string rebuilt = text.substr(0, a->delta->prefix) + a->content + text.substr(text.size() - a->delta->suffix);
+  CHECK(rebuilt == edited);
+  CHECK(m3->entries[a->entry].id == w.hash_object("a.txt"));
+  CHECK(m3->summary.inline_bytes == static_cast<std::int64_t>(wire::kInlineDeltaHeaderBytes + a->content.size() + 10));  // + small.txt whole
+  for (const auto& c : m3->inlined)
+    if (m3->entries[c.entry].path == "small.txt") CHECK_FALSE(c.delta.has_value());
+
+  // Not asked for deltas: whole files, as before.
+  write(w.ws / "a.txt", text);
+  auto m4 = manifest_inline(h, w, m3->summary.manifest);
+  REQUIRE(m4);
+  REQUIRE(m4->inlined.size() == 1);
+  CHECK_FALSE(m4->inlined[0].delta.has_value());
+  CHECK(m4->inlined[0].content == text);
+  CHECK_FALSE(h.failure);
+  CHECK(h.shutdown() == 0);
+}

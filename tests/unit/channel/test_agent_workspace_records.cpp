@@ -353,6 +353,55 @@ TEST_CASE("workspace records: inline content follows the records, checked agains
   CHECK_THAT(fed.error().message, Catch::Contains("cannot be checked"));
 }
 
+TEST_CASE("workspace records: a delta carries only the changed bytes, when the host asked for deltas", "[channel][workspace][hostile]") {
+  auto decode = [&](const std::string& body, std::int64_t bytes, std::int64_t inline_bytes, bool deltas, std::size_t chunk)
+      -> Result<std::vector<wire::InlinedContent>> {
+    wire::WorkspaceManifestResult announced;
+    announced.since = 3;
+    announced.entries = 1;
+    announced.bytes = bytes;
+    announced.inlined = 1;
+    announced.inline_bytes = inline_bytes;
+    announced.body = static_cast<std::int64_t>(body.size());
+    wire::ManifestDecoder d(announced, wire::WorkspaceBounds{}, wire::InlineBounds{100, 100, deltas}, host_blob_id);
+    for (std::size_t at = 0; at < body.size(); at += chunk)
+      if (auto fed = d.feed(std::string_view(body).substr(at, chunk)); !fed) return fed.error();
+    auto decoded = d.finish();
+    if (!decoded) return decoded.error();
+    return d.take_inlined();
+  };
+  // "hello, new world" from a base "hello, old world": 7 bytes kept before, 6 after, "new" carried.
+  // The id is not checked here (that needs the base): the host rebuilds the file and checks it.
+  std::string record = record_of("a", "hello, new world");
+  std::string delta;
+  wire::append_inline_delta(delta, 0, wire::InlineDelta{7, 6}, "new");
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{5}, record.size() + delta.size()}) {
+    INFO("chunk " << chunk);
+    auto got = decode(record + delta, 16, static_cast<std::int64_t>(delta.size() - 4), true, chunk);
+    REQUIRE(got);
+    REQUIRE(got->size() == 1);
+    CHECK((*got)[0].entry == 0);
+    REQUIRE((*got)[0].delta.has_value());
+    CHECK((*got)[0].delta->prefix == 7);
+    CHECK((*got)[0].delta->suffix == 6);
+    CHECK((*got)[0].content == "new");
+  }
+  // Not asked for: the agent lies.
+  auto unasked = decode(record + delta, 16, static_cast<std::int64_t>(delta.size() - 4), false, 64);
+  REQUIRE_FALSE(unasked);
+  CHECK_THAT(unasked.error().message, Catch::Contains("is a delta, which the host did not ask for"));
+  // Keeping more of the base than the file has.
+  std::string greedy;
+  wire::append_inline_delta(greedy, 0, wire::InlineDelta{10, 10}, "");
+  auto over = decode(record + greedy, 16, static_cast<std::int64_t>(greedy.size() - 4), true, 64);
+  REQUIRE_FALSE(over);
+  CHECK_THAT(over.error().message, Catch::Contains("keeps 20 bytes of its base, more than the 16 bytes of the file"));
+  // Its bytes count as carried: header and middle, not the file's size.
+  auto miscounted = decode(record + delta, 16, 16, true, 64);
+  REQUIRE_FALSE(miscounted);
+  CHECK_THAT(miscounted.error().message, Catch::Contains("but announced 1 of 16 bytes"));
+}
+
 TEST_CASE("lying agent: inline content that breaks the rules fails the channel", "[channel][hostile][workspace]") {
   // The answer to a partial manifest asked for with inline content: `records`, then `contents`.
   auto answer = [](const std::string& records, const std::string& contents, std::int64_t entries, std::int64_t bytes, std::int64_t inlined,

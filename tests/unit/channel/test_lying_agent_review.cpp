@@ -131,3 +131,93 @@ TEST_CASE("lying agent: a review refuses bad entries one by one and keeps the re
   ws.reset();
   CHECK(t.finish() == 0);
 }
+
+TEST_CASE("lying agent: a delta is rebuilt from the view's version; one that does not make its id is fetched whole", "[channel][hostile][workspace]") {
+  TempDir host("lockroom-delta-review"), cache("lockroom-delta-cache");
+  const std::string base = "hello\nworld\n";
+  host.write("a.txt", base);
+  sh("cd '" + host.path().string() + "' && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -q -m base");
+
+  LyingWorld t;
+  t.wait_ready();
+  auto& agent = t.agent_client();
+  core::WorkspaceRequest request;
+  request.path = host.path().string();
+  std::unique_ptr<core::SandboxWorkspace> ws;
+  core::SandboxWorkspace::snapshot(t.loop.get(), cache.path(), request, [&](Result<std::unique_ptr<core::SandboxWorkspace>> r) {
+    REQUIRE(r);
+    ws = std::move(*r);
+  });
+  REQUIRE(t.loop.run_until([&] { return ws != nullptr; }, std::chrono::seconds(60)));
+
+  // What the lying agent answers: its whole tree first, then partial manifests whose inline
+  // content is `inline_part` for a.txt as `now`.
+  std::string now = base, inline_part;
+  std::string exported;  // what workspace.export sends for a.txt, when asked
+  int manifests = 0, exports = 0;
+  t.agent->on_request([&](LyingAgent& a, const protocol::Request& r) {
+    if (r.method == wire::method::kWorkspaceExport) {
+      exports++;
+      std::uint32_t s = a.open_stream();
+      a.reply(r.id, json{{"stream", s}, {"count", 1}});
+      std::string body;
+      wire::append_export_header(body, 0, wire::kModeFile, exported.size());
+      std::string raw_id;
+      const std::string hex = agent::blob_id(exported);
+      for (std::size_t i = 0; i < 40; i += 2) raw_id.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+      a.send_data(s, body + exported + raw_id);
+      a.send_frame(protocol::channel::Kind::kClose, 0, s, "");
+      return;
+    }
+    manifests++;
+    std::string body = record("a.txt", wire::kModeFile, agent::blob_id(now), now.size());
+    json result{{"manifest", manifests}, {"entries", 1}, {"bytes", now.size()}, {"hashed", 1}, {"cached", 0}, {"skipped", 0}};
+    if (manifests > 1) {
+      result["since"] = manifests - 1;
+      body += inline_part;
+      result["inlined"] = 1;
+      result["inlineBytes"] = inline_part.size() - 4;
+    }
+    result["body"] = body.size();
+    result["data"] = wire::base64_encode(body);
+    a.reply(r.id, result);
+  });
+  auto refresh = [&] {
+    std::optional<Result<core::ChangeSet>> got;
+    ws->refresh(agent, [&](Result<core::ChangeSet> r) { got.emplace(std::move(r)); });
+    REQUIRE(t.loop.run_until([&] { return got.has_value(); }, std::chrono::seconds(60)));
+    INFO((*got ? std::string() : got->error().message));
+    REQUIRE(*got);
+    return std::move(**got);
+  };
+  CHECK(refresh().changes->list().empty());  // the view: a.txt as in the snapshot
+
+  // A delta against the view's a.txt: 6 bytes kept before, 6 after, "there\n" carried.
+  now = "hello\nthere\nworld\n";
+  inline_part.clear();
+  wire::append_inline_delta(inline_part, 0, wire::InlineDelta{6, 6}, "there\n");
+  auto set = refresh();
+  CHECK(set.steps.partial);
+  CHECK(set.steps.inlined == 1);
+  CHECK(set.steps.exported == 0);
+  auto content = set.changes->content("a.txt", review::Side::kCurrent);
+  REQUIRE(content.ok());
+  CHECK(content->bytes == now);
+
+  // A delta that makes other bytes than its record's id: not taken; the file is exported whole.
+  std::string lie;
+  wire::append_inline_delta(lie, 0, wire::InlineDelta{6, 6}, "THERE\nagain\n");
+  now = "hello\nthere\nagain\nworld\n";
+  inline_part = lie;
+  exported = now;
+  auto fetched = refresh();
+  CHECK(exports == 1);
+  CHECK(fetched.steps.inlined == 0);
+  CHECK(fetched.steps.exported == 1);
+  auto whole = fetched.changes->content("a.txt", review::Side::kCurrent);
+  REQUIRE(whole.ok());
+  CHECK(whole->bytes == now);
+  CHECK_FALSE(t.failure);
+  ws.reset();
+  CHECK(t.finish() == 0);
+}
