@@ -8,7 +8,8 @@
 //               records of a partial manifest (removal records allowed) through ManifestDecoder,
 //               then review::apply_partial_manifest onto a small accepted view, as a later
 //               refresh does; 4 the same with inline content after the records (the changed
-//               files' bytes, each checked against its record's id with libgit2's hash)
+//               files' bytes, each checked against its record's id with libgit2's hash, or
+//               deltas when bit 1 of byte 1 is set)
 //   byte 1      limits: bit 0 small (8 entries, 64-byte files, 256 bytes in all; inline 32-byte
 //               files, 48 bytes in all), else defaults; for modes 1, 3 and 4, bits 1-7 split the
 //               body into chunks of (value + 1) bytes
@@ -23,8 +24,9 @@
 // sorted, unique, and none is a folder of another; their count and total are within the limits;
 // for mode 2, accepted + refused equals the entries given; every refusal and error has a reason.
 // Accepted inline content (mode 4): record indexes in range and increasing, never a removal, each
-// content exactly its record's size and within the inline bounds, the whole within them too, and
-// its blob id (computed here again) its record's id.
+// file within the inline bounds, the whole within them too; a whole content exactly its record's
+// size with its blob id (computed here again) its record's id, a delta only when asked for and
+// making a file of its record's size.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -135,20 +137,28 @@ std::string git_blob_id(std::string_view content) {
 // The inline contents a decoder accepted, against the records and bounds.
 void check_inlined(const std::vector<wire::InlinedContent>& inlined, const std::vector<wire::ManifestEntry>& entries,
                    const wire::InlineBounds& bounds, const wire::WorkspaceManifestResult& announced) {
-  std::int64_t total = 0;
+  std::int64_t total = 0, carried = 0;  // the files' sizes; the bytes on the wire
   for (std::size_t i = 0; i < inlined.size(); ++i) {
     const auto& c = inlined[i];
     if (c.entry >= entries.size()) fail("an accepted inline content names a record out of range");
     if (i > 0 && c.entry <= inlined[i - 1].entry) fail("accepted inline contents out of order");
     const auto& e = entries[c.entry];
     if (e.mode == wire::kModeRemoved) fail("an accepted inline content for a removal:", e.path);
-    if (c.content.size() != e.size) fail("an accepted inline content of another size than its record:", e.path);
-    if (static_cast<std::int64_t>(c.content.size()) > bounds.max_file_bytes) fail("an accepted inline content over the per-file bound");
-    if (git_blob_id(c.content) != e.id) fail("an accepted inline content whose blob id is not its record's:", e.path);
-    total += static_cast<std::int64_t>(c.content.size());
+    if (static_cast<std::int64_t>(e.size) > bounds.max_file_bytes) fail("an accepted inline content over the per-file bound");
+    if (c.delta) {  // the middle of the file: its id is checked once rebuilt from the base
+      if (!bounds.deltas) fail("an accepted delta the host did not ask for:", e.path);
+      if (std::uint64_t(c.delta->prefix) + c.delta->suffix + c.content.size() != e.size)
+        fail("an accepted delta that does not make a file of its record's size:", e.path);
+      carried += static_cast<std::int64_t>(wire::kInlineDeltaHeaderBytes + c.content.size());
+    } else {
+      if (c.content.size() != e.size) fail("an accepted inline content of another size than its record:", e.path);
+      if (git_blob_id(c.content) != e.id) fail("an accepted inline content whose blob id is not its record's:", e.path);
+      carried += static_cast<std::int64_t>(c.content.size());
+    }
+    total += static_cast<std::int64_t>(e.size);
   }
   if (total > bounds.max_total_bytes) fail("accepted inline content over the total bound");
-  if (static_cast<std::int64_t>(inlined.size()) != announced.inlined || total != announced.inline_bytes)
+  if (static_cast<std::int64_t>(inlined.size()) != announced.inlined || carried != announced.inline_bytes)
     fail("accepted inline content other than announced");
 }
 
@@ -179,9 +189,17 @@ void from_records(std::string_view body, unsigned chunk, const review::ManifestL
   }
   announced.entries = static_cast<std::int64_t>(sizes.size());
   // Then the inline contents, each the size of the record it names (or what is left).
+  // A delta (the top bit of the index) carries its 8 header bytes and the file less the base's
+  // prefix and suffix.
   while (records && at + 4 <= body.size()) {
-    std::uint32_t index = u32_at(body, at);
-    std::uint64_t size = index < sizes.size() ? std::min<std::uint64_t>(sizes[index], body.size() - at - 4) : 0;
+    std::uint32_t raw = u32_at(body, at);
+    std::uint32_t index = raw & ~wire::kInlineDeltaFlag;
+    std::uint64_t size = index < sizes.size() ? sizes[index] : 0;
+    if ((raw & wire::kInlineDeltaFlag) && at + 12 <= body.size()) {
+      std::uint64_t kept = std::uint64_t(u32_at(body, at + 4)) + u32_at(body, at + 8);
+      size = wire::kInlineDeltaHeaderBytes + (kept <= size ? size - kept : 0);
+    }
+    size = std::min<std::uint64_t>(size, body.size() - at - 4);
     announced.inlined++;
     announced.inline_bytes += static_cast<std::int64_t>(size);
     at += 4 + size;
@@ -247,6 +265,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     limits.max_total_bytes = 256;
     inline_bounds = wire::InlineBounds{32, 48};
   }
+  inline_bounds.deltas = (flags & 2) != 0;
   try {
     switch (mode) {
       case 0: check(review::parse_manifest_json(rest, limits), limits, SIZE_MAX); break;
