@@ -11,6 +11,7 @@
 
 #include "server/cli/command.h"
 #include "server/common/paths.h"
+#include "server/workspace/snapshot/snapshot_limits.h"
 #include "server/workspace/snapshot/store_prune.h"
 
 namespace lockroom::cli {
@@ -18,12 +19,6 @@ namespace lockroom::cli {
 namespace {
 
 namespace snap = workspace::snapshot;
-
-std::string mib(std::uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
-}
 
 std::string local_time(std::chrono::system_clock::time_point when) {
   char text[32] = "";
@@ -61,12 +56,12 @@ int run_ls(bool json) {
   std::uint64_t total = 0;
   std::printf("  %-40s  %-10s  %-16s  %-6s  %s\n", "STORE", "SIZE", "LAST USED", "IN USE", "FOLDER");
   for (const auto& s : stores) {
-    std::printf("  %-40s  %-10s  %-16s  %-6s  %s\n", s.key.c_str(), mib(s.bytes).c_str(), local_time(s.last_used).c_str(),
+    std::printf("  %-40s  %-10s  %-16s  %-6s  %s\n", s.key.c_str(), snap::human_bytes(s.bytes).c_str(), local_time(s.last_used).c_str(),
                 s.in_use ? "yes" : "no", folder_of(s).c_str());
     total += s.bytes;
   }
   std::printf("%zu store%s, %s (`lockroom workspace prune` removes unused ones; a new sandbox makes its store again)\n", stores.size(),
-              stores.size() == 1 ? "" : "s", mib(total).c_str());
+              stores.size() == 1 ? "" : "s", snap::human_bytes(total).c_str());
   return 0;
 }
 
@@ -75,11 +70,11 @@ int run_prune(int unused_days, bool all) {
   rule.all = all;
   if (unused_days >= 0) rule.unused_for = std::chrono::hours(24) * unused_days;
   auto report = snap::prune_stores(workspaces_dir(), rule);
-  for (const auto& s : report.removed) std::cout << "removed " << s.key << " (" << mib(s.bytes) << ", " << folder_of(s) << ")\n";
+  for (const auto& s : report.removed) std::cout << "removed " << s.key << " (" << snap::human_bytes(s.bytes) << ", " << folder_of(s) << ")\n";
   for (const auto& s : report.kept_in_use) std::cout << "kept " << s.key << ": a running lockroom uses it (" << folder_of(s) << ")\n";
   for (const auto& e : report.errors) std::cerr << "lockroom: " << e << "\n";
   std::cout << "removed " << report.removed.size() << " store" << (report.removed.size() == 1 ? "" : "s") << ", "
-            << mib(report.bytes_freed) << " freed\n";
+            << snap::human_bytes(report.bytes_freed) << " freed\n";
   return report.errors.empty() ? 0 : 1;
 }
 

@@ -5,6 +5,7 @@
 #include <git2.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -49,8 +50,8 @@ inline Result<SnapshotIds> ids_of(const workspace::snapshot::SnapshotResult& s) 
 // Wraps `done` so that it runs once: with the result, or with kWrongState if this object goes
 // first. Returns the wrapped callback.
 template <typename T>
-std::function<void(Result<T>)> once_or_abandoned(std::function<void()>& abandon,
-                                                        std::function<void(Result<T>)> done, std::function<void()> finished) {
+std::function<void(Result<T>)> once_or_abandoned(std::function<void()>& abandon, std::function<void(Result<T>)> done,
+                                                 std::function<void()> finished) {
   auto state = std::make_shared<std::pair<std::function<void(Result<T>)>, std::function<void()>>>(std::move(done), std::move(finished));
   abandon = [state] {  // operations run one at a time: this replaces the finished one's
     auto d = std::move(state->first);

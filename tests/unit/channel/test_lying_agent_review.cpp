@@ -35,6 +35,23 @@ const review::EntryRefusal* refusal_of(const core::ChangeSet& set, const std::st
   return nullptr;
 }
 
+// The workspace of a sandbox on `host` (a git repository), its store under `cache`, as a
+// sandbox's creation makes it; the loop runs until the snapshot is taken.
+std::unique_ptr<core::SandboxWorkspace> snapshot_of(LyingWorld& t, const TempDir& host, const TempDir& cache,
+                                                     core::WorkspaceRequest request = {}) {
+  request.path = host.path().string();
+  std::unique_ptr<core::SandboxWorkspace> ws;
+  std::optional<Error> failed;
+  core::SandboxWorkspace::snapshot(t.loop.get(), cache.path(), request, [&](Result<std::unique_ptr<core::SandboxWorkspace>> r) {
+    if (r) ws = std::move(*r);
+    else failed = r.error();
+  });
+  REQUIRE(t.loop.run_until([&] { return ws || failed; }, std::chrono::seconds(60)));
+  INFO((failed ? failed->message : std::string()));
+  REQUIRE(ws);
+  return ws;
+}
+
 }  // namespace
 
 TEST_CASE("lying agent: a review refuses bad entries one by one and keeps the rest, the channel stays up", "[channel][hostile][workspace]") {
@@ -49,16 +66,8 @@ TEST_CASE("lying agent: a review refuses bad entries one by one and keeps the re
   auto& agent = t.agent_client();
 
   core::WorkspaceRequest request;
-  request.path = host.path().string();
   request.limits.max_file_bytes = 1 << 20;
-  std::unique_ptr<core::SandboxWorkspace> ws;
-  std::optional<Error> snapshot_error;
-  core::SandboxWorkspace::snapshot(t.loop.get(), cache.path(), request, [&](Result<std::unique_ptr<core::SandboxWorkspace>> r) {
-    if (r) ws = std::move(*r);
-    else snapshot_error = r.error();
-  });
-  REQUIRE(t.loop.run_until([&] { return ws || snapshot_error; }, std::chrono::seconds(60)));
-  REQUIRE(ws);
+  auto ws = snapshot_of(t, host, cache, request);
 
   // The guest's tree as a lying agent tells it: hello.txt moved to moved.txt (a blob the store
   // has: no export), keep.txt as it was, and five entries lockroom must refuse.
@@ -141,14 +150,7 @@ TEST_CASE("lying agent: a delta is rebuilt from the view's version; one that doe
   LyingWorld t;
   t.wait_ready();
   auto& agent = t.agent_client();
-  core::WorkspaceRequest request;
-  request.path = host.path().string();
-  std::unique_ptr<core::SandboxWorkspace> ws;
-  core::SandboxWorkspace::snapshot(t.loop.get(), cache.path(), request, [&](Result<std::unique_ptr<core::SandboxWorkspace>> r) {
-    REQUIRE(r);
-    ws = std::move(*r);
-  });
-  REQUIRE(t.loop.run_until([&] { return ws != nullptr; }, std::chrono::seconds(60)));
+  auto ws = snapshot_of(t, host, cache);
 
   // What the lying agent answers: its whole tree first, then partial manifests whose inline
   // content is `inline_part` for a.txt as `now`.
