@@ -250,7 +250,11 @@ void TemplatePool::build_workspace(const BaseTemplate& base, const WorkspaceRequ
                                                                                       Result<std::shared_ptr<vm::VmTemplate>> tpl) {
       if (!*alive) return;
       if (!tpl) {
-        spdlog::warn("workspace template {} not made: {}", key, tpl.error().message);
+        // Stopped because lockroom is ending (a short `lockroom run`): expected, not a problem.
+        if (tpl.error().code == ErrorCode::kCancelled || shutting_down_)
+          spdlog::debug("workspace template {} not made: {}", key, tpl.error().message);
+        else
+          spdlog::warn("workspace template {} not made: {}", key, tpl.error().message);
         return finished();
       }
       if ((*tpl)->stored()) ++ws_builds_;
