@@ -10,6 +10,7 @@
 #include "server/rpc/connection.h"
 #include "server/rpc/framing.h"
 #include "server/rpc/progress.h"
+#include "tests/unit/connection_harness.h"
 #include "tests/unit/uv_test_util.h"
 
 using lockroom::protocol::json;
@@ -21,40 +22,6 @@ using lockroom::rpc::WorkDoneProgress;
 using namespace lockroom::testing;
 
 namespace {
-
-// Runs `body` against a started Connection, closes it, and returns every message the editor got.
-std::vector<json> editor_receives(const std::function<void(Connection&)>& body) {
-  TestLoop loop;
-  FdPair in = make_pipe();
-  FdPair out = make_pipe();
-  std::vector<json> received;
-  {
-    PipeReader editor_side(loop.get(), out.read_end);
-    ConnectionOptions options;
-    options.in_fd = in.read_end;
-    options.out_fd = out.write_end;
-    Connection connection(loop.get(), options);
-    REQUIRE(connection.start([] {}).ok());
-    body(connection);
-    int closed = 0;
-    connection.close([&] { ++closed; });
-    loop.run();
-    CHECK_FALSE(loop.timed_out());
-    CHECK(closed == 1);
-    CHECK(editor_side.eof);
-    ContentLengthFraming framing;
-    std::vector<FrameEvent> events;
-    framing.feed(editor_side.data, events);
-    for (const auto& e : events) {
-      REQUIRE(e.kind == FrameEvent::Kind::kMessage);
-      received.push_back(json::parse(e.text));
-    }
-    CHECK_FALSE(framing.mid_message());
-  }
-  ::close(in.write_end);
-  CHECK(loop.finish() == 0);
-  return received;
-}
 
 json progress(const json& token, const json& value) {
   return json{{"jsonrpc", "2.0"}, {"method", "$/progress"}, {"params", {{"token", token}, {"value", value}}}};
