@@ -21,6 +21,18 @@ namespace lockroom::testing {
 
 using namespace std::chrono_literals;
 
+// A manager's config for a test: lockroom's own cache (guest images and templates are shared
+// across tests and runs), state under `state`, the accelerator lockroom would choose, the agent
+// built with the tests.
+inline core::ManagerConfig test_manager_config(const std::filesystem::path& state) {
+  core::ManagerConfig config;
+  config.paths.cache = default_paths().cache;
+  config.paths.state = state;
+  config.accel = vm::choose_accel(vm::probe_host_virt(), vm::AccelPreference::kAuto).accel;
+  config.agent = LOCKROOM_AGENT;
+  return config;
+}
+
 // Records every event; tests run the loop until what they wait for has happened.
 struct Recorder final : core::SandboxEvents {
   std::map<std::string, std::string> output;  // process id -> all bytes
@@ -64,12 +76,7 @@ struct World {
   std::unique_ptr<core::SandboxManager> manager;
   World() {
     uv_loop_init(&loop);
-    core::ManagerConfig config;
-    config.paths.cache = default_paths().cache;
-    config.paths.state = state.dir;
-    config.accel = vm::choose_accel(vm::probe_host_virt(), vm::AccelPreference::kAuto).accel;
-    config.agent = LOCKROOM_AGENT;
-    manager = std::make_unique<core::SandboxManager>(&loop, config, watch);
+    manager = std::make_unique<core::SandboxManager>(&loop, test_manager_config(state.dir), watch);
   }
   // Runs the loop until `done()` holds, or fails after `limit`.
   template <typename Pred>

@@ -58,12 +58,7 @@ struct LimitsWorld {
   std::unique_ptr<LimitsManager> manager;
   LimitsWorld() {
     uv_loop_init(&loop);
-    core::ManagerConfig config;
-    config.paths.cache = default_paths().cache;
-    config.paths.state = state.dir;
-    config.accel = vm::choose_accel(vm::probe_host_virt(), vm::AccelPreference::kAuto).accel;
-    config.agent = LOCKROOM_AGENT;
-    manager = std::make_unique<LimitsManager>(&loop, config, events);
+    manager = std::make_unique<LimitsManager>(&loop, test_manager_config(state.dir), events);
   }
   template <typename Pred>
   bool run_until(Pred done, std::chrono::milliseconds limit = 180s) {

@@ -28,11 +28,7 @@ struct ManagerWithCas {
   std::unique_ptr<core::SandboxManager> manager;
   explicit ManagerWithCas(std::vector<std::filesystem::path> upstream_ca_files) {
     uv_loop_init(&loop);
-    core::ManagerConfig config;
-    config.paths.cache = default_paths().cache;
-    config.paths.state = state.dir;
-    config.accel = vm::choose_accel(vm::probe_host_virt(), vm::AccelPreference::kAuto).accel;
-    config.agent = LOCKROOM_AGENT;
+    core::ManagerConfig config = test_manager_config(state.dir);
     config.upstream_ca_files = std::move(upstream_ca_files);
     manager = std::make_unique<core::SandboxManager>(&loop, config, watch);
   }
