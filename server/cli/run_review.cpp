@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <set>
 
 #include "server/api/control_review.h"
 
@@ -60,54 +59,16 @@ std::optional<std::string> ask(const ReviewContext& context, const std::string& 
   return answer;
 }
 
-// libgit2's quoting of a path in a "diff --git" line (git_str_quote): as is, unless it holds a
-// quote, a backslash or a byte outside printable ASCII; then C-quoted with octal escapes.
-std::string quoted_patch_path(const std::string& path) {
-  auto plain = [](unsigned char c) { return c >= ' ' && c <= '~' && c != '"' && c != '\\'; };
-  if (std::all_of(path.begin(), path.end(), plain)) return path;
-  static const char kWhitespace[] = {'a', 'b', 't', 'n', 'v', 'f', 'r'};
-  std::string out = "\"";
-  for (unsigned char c : path) {
-    if (c >= '\a' && c <= '\r') {
-      out += '\\';
-      out += kWhitespace[c - '\a'];
-    } else if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c != ' ' && (c < '!' || c > '~')) {
-      char octal[5];
-      std::snprintf(octal, sizeof octal, "\\%03o", c);
-      out += octal;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-std::vector<PatchFile> patch_files_of(const review::Changes& changes, const std::vector<std::string>& paths) {
-  std::vector<PatchFile> files;
-  for (const auto& p : paths)
-    if (const auto* f = changes.find(p)) files.push_back({f->old_path, f->path});
-  return files;
-}
-
 // Saves the patch of `paths` (every change when empty) where the user asked, or in the patches
 // folder. False when it could not be written (the reason printed).
 bool save_patch(const core::ChangeSet& set, const std::vector<std::string>& paths, const std::filesystem::path& file,
                 const ReviewContext& context, const std::string& what) {
-  auto patch = set.changes->patch_for_git_apply();
+  auto patch = set.changes->patch_for_git_apply(paths);
   if (!patch) {
     *context.out << "lockroom: cannot make the patch: " << patch.error().message << "\n";
     return false;
   }
-  std::string text = std::move(*patch);
-  if (!paths.empty()) {
-    auto some = patch_sections(text, patch_files_of(*set.changes, paths));
-    if (some) text = std::move(*some);
-    else *context.out << "lockroom: cannot cut the patch down to those files; saving every change instead\n";
-  }
-  return save_patch_text(text, file, context, what);
+  return save_patch_text(*patch, file, context, what);
 }
 
 // The last resort whenever something was not applied: the patches folder.
@@ -299,28 +260,6 @@ std::optional<std::string> read_answer(int fd) {
   line.erase(0, start);
   std::transform(line.begin(), line.end(), line.begin(), [](unsigned char c) { return std::tolower(c); });
   return line;
-}
-
-std::optional<std::string> patch_sections(std::string_view patch, const std::vector<PatchFile>& files) {
-  std::set<std::string> wanted;
-  for (const auto& f : files) wanted.insert("diff --git " + quoted_patch_path("a/" + f.old_path) + " " + quoted_patch_path("b/" + f.path));
-  std::set<std::string> found;
-  std::string out;
-  bool keep = false;
-  while (!patch.empty()) {
-    std::size_t end = patch.find('\n');
-    std::size_t length = end == std::string_view::npos ? patch.size() : end + 1;
-    std::string_view line = patch.substr(0, length);
-    patch.remove_prefix(length);
-    if (line.substr(0, 11) == "diff --git ") {
-      std::string header(line.substr(0, line.size() - (line.back() == '\n' ? 1 : 0)));
-      keep = wanted.count(header) != 0;
-      if (keep) found.insert(header);
-    }
-    if (keep) out.append(line);
-  }
-  if (found.size() != wanted.size()) return std::nullopt;
-  return out;
 }
 
 int review_changes(const core::ChangeSet& set, const ReviewChoice& choice, const ReviewContext& context) {

@@ -15,7 +15,6 @@
 #include <optional>
 #include <ostream>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "server/core/sandbox_workspace.h"
@@ -56,13 +55,5 @@ bool save_patch_text(const std::string& patch, const std::filesystem::path& file
 // even when `fd` is non-blocking (poll on EAGAIN). Nothing at end of input or when the terminal
 // is gone; a partial last line before end of input is an answer. Lines are cut at 256 bytes.
 std::optional<std::string> read_answer(int fd);
-
-// The sections of a git patch (as Changes::patch_for_git_apply writes it) for the given files,
-// each named by its old and new path (equal unless renamed), in the patch's order; nothing when
-// a file has no section (the caller then saves the whole patch). Pure.
-struct PatchFile {
-  std::string old_path, path;
-};
-std::optional<std::string> patch_sections(std::string_view patch, const std::vector<PatchFile>& files);
 
 }  // namespace lockroom::cli

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "server/workspace/review/path_rules.h"
@@ -228,7 +229,8 @@ Result<std::vector<FileDiff>> Changes::diff_all() const {
   return all;
 }
 
-Result<std::string> Changes::patch_for_git_apply() const {
+Result<std::string> Changes::patch_for_git_apply(const std::vector<std::string>& only) const {
+  std::set<std::string_view> wanted(only.begin(), only.end());
   // Without GIT_DIFF_INCLUDE_TYPECHANGE a type change is a removal and an addition, as git writes it.
   auto made = tree_diff(store_, base_tree_, result_tree_, GIT_DIFF_SHOW_BINARY, options_.context_lines);
   if (!made) return made.error();
@@ -245,6 +247,8 @@ Result<std::string> Changes::patch_for_git_apply() const {
   }
   std::string out;
   for (std::size_t i : order) {
+    const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
+    if (!wanted.empty() && !wanted.count(delta->new_file.path) && !wanted.count(delta->old_file.path)) continue;
     auto patch = patch_of(diff.get(), i);
     if (!patch) return patch.error();
     OwnedBuf text;

@@ -69,9 +69,10 @@ class Changes {
   const FileChange* find(std::string_view path) const;
 
   Result<std::vector<FileDiff>> diff_all() const;
-  // Every change as one patch that `git apply` takes: binary files as binary patches, full blob
+  // The changes as one patch that `git apply` takes: binary files as binary patches, full blob
   // ids in the index lines (diff() shows "Binary files differ" and short ids, as git diff does).
-  Result<std::string> patch_for_git_apply() const;
+  // With `only`, just the changes touching those paths (a rename by either of its paths).
+  Result<std::string> patch_for_git_apply(const std::vector<std::string>& only = {}) const;
   Result<FileDiff> diff(std::string_view path) const;
 
   // `path` as it is in the base or the result tree (any file there, changed or not).

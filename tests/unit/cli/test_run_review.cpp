@@ -1,7 +1,7 @@
 // `lockroom run`'s review when a flag decides (--apply, --branch NAME, --patch FILE, --discard,
 // none without a terminal), on real review trees and a real host folder (review_world.h): the
 // diffstat, what reaches the host, and that whatever was not applied is saved as a patch that
-// git applies. Also patch_sections, the cut of a patch down to some files.
+// git applies.
 #include <catch2/catch.hpp>
 
 #include "tests/unit/cli/review_world.h"
@@ -185,27 +185,4 @@ TEST_CASE("a workspace below its repository's top: the patch's message says wher
   REQUIRE(contains(out, "  apply with: " + command + "\n"));
   CHECK(sh(git_env(w.root.path()) + " sh -c '" + command + "' 2>&1") == "");
   CHECK(read_file(w.host / "a.txt") == "a from the agent\n");
-}
-
-TEST_CASE("patch_sections keeps the sections of the files asked for, renames and quoted names included", "[cli][review]") {
-  std::string patch =
-      "diff --git a/a.txt b/a.txt\nindex 1..2 100644\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n"
-      "diff --git a/old name b/new name\nsimilarity index 100%\nrename from old name\nrename to new name\n"
-      "diff --git \"a/caf\\303\\251\" \"b/caf\\303\\251\"\nnew file mode 100644\n--- /dev/null\n+++ \"b/caf\\303\\251\"\n@@ -0,0 +1 @@\n+x\n"
-      "diff --git a/diff --git b/diff --git\nnew file mode 100644\n--- /dev/null\n+++ b/diff --git\n@@ -0,0 +1 @@\n+diff --git a/a.txt b/a.txt\n";
-  auto renamed = patch_sections(patch, {{"old name", "new name"}});
-  REQUIRE(renamed);
-  CHECK(*renamed == "diff --git a/old name b/new name\nsimilarity index 100%\nrename from old name\nrename to new name\n");
-  auto quoted = patch_sections(patch, {{"caf\xc3\xa9", "caf\xc3\xa9"}, {"a.txt", "a.txt"}});
-  REQUIRE(quoted);
-  CHECK(quoted->rfind("diff --git a/a.txt b/a.txt\n", 0) == 0);
-  CHECK(contains(*quoted, "+++ \"b/caf\\303\\251\"\n@@ -0,0 +1 @@\n+x\n"));
-  CHECK_FALSE(contains(*quoted, "rename"));
-  // A line inside a hunk that looks like a header starts with '+', so it is no section.
-  auto odd = patch_sections(patch, {{"diff --git", "diff --git"}});
-  REQUIRE(odd);
-  CHECK(odd->rfind("diff --git a/diff --git b/diff --git\n", 0) == 0);
-  CHECK_FALSE(contains(*odd, "-a\n+b\n"));
-  CHECK_FALSE(patch_sections(patch, {{"missing.txt", "missing.txt"}}));
-  CHECK(patch_sections(patch, {}) == std::string());
 }

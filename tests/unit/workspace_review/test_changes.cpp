@@ -195,6 +195,15 @@ TEST_CASE("changes patch for git apply: git turns the base into the result, bina
   TempDir expected;
   write_files(expected.path(), s.result_files);
   CHECK(snapshot_dir(tree) == snapshot_dir(expected.path()));
+
+  // Some files only: a rename named by its new path, and nothing else.
+  auto some = changes->patch_for_git_apply({"new name.txt"});
+  REQUIRE(some);
+  CHECK(some->rfind("diff --git a/old name.txt b/new name.txt\n", 0) == 0);
+  CHECK(some->find("GIT binary patch") == std::string::npos);
+  CHECK(some->find("diff --git", 1) == std::string::npos);
+  CHECK(*changes->patch_for_git_apply({"old name.txt"}) == *some);
+  CHECK(changes->patch_for_git_apply({"not changed.txt"})->empty());
 }
 
 TEST_CASE("changes of many files: each file's counts and patch are its own, in path order", "[changes]") {
