@@ -344,18 +344,19 @@ TEST_CASE("a refresh while a process writes sees one consistent version of each 
   // Appends numbered lines as fast as it can while the review lists and fetches.
   std::string writer =
       s.w.start(s.id, {"sh", "-c", "cd /workspace && i=0; while [ $i -lt 3000 ]; do echo \"line $i\" >> busy.log; i=$((i+1)); done"});
+  s.guest("until [ -s busy.log ]; do :; done");  // the writer has begun
   auto set = s.refresh();
-  if (set.changes->find("busy.log")) {
-    auto busy = set.changes->content("busy.log", review::Side::kCurrent);
-    REQUIRE(busy.ok());
-    // Whole lines 0..k, in order: a version the file really had, not a torn read.
-    INFO(busy->bytes.size() << " bytes");
-    CHECK((busy->bytes.empty() || busy->bytes.back() == '\n'));
-    std::istringstream lines(busy->bytes);
-    std::string line;
-    int n = 0;
-    while (std::getline(lines, line)) REQUIRE(line == "line " + std::to_string(n++));
-  }
+  REQUIRE(set.changes->find("busy.log"));
+  auto busy = set.changes->content("busy.log", review::Side::kCurrent);
+  REQUIRE(busy.ok());
+  // Whole lines 0..k, in order: a version the file really had, not a torn read.
+  INFO(busy->bytes.size() << " bytes");
+  REQUIRE_FALSE(busy->bytes.empty());
+  CHECK(busy->bytes.back() == '\n');
+  std::istringstream lines(busy->bytes);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) REQUIRE(line == "line " + std::to_string(n++));
   s.w.wait_exit(writer);
   // Once the writer is done, the next refresh has all of it.
   auto after = s.refresh();

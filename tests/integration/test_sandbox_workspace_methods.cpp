@@ -187,6 +187,12 @@ struct EditorSandbox {
     id = created.at("sandboxId").get<std::string>();
   }
   ~EditorSandbox() { w.destroy(id); }
+  // A method's params for this sandbox: {"sandboxId": id} and `extra`.
+  json params(json extra = json::object()) const {
+    json p{{"sandboxId", id}};
+    p.update(extra);
+    return p;
+  }
   // Runs a shell command in the guest's /workspace; returns its output, requires exit 0.
   std::string guest(const std::string& script) {
     std::string p = w.start(id, {"sh", "-c", "cd /workspace && " + script + " 2>&1"});
@@ -311,12 +317,8 @@ TEST_CASE("editor: changes are listed, diffed, read, applied by hunk and discard
   Editor editor(w);
   HostRepo repo;
   EditorSandbox s(w, editor, repo.dir.path().string());
-  const json id{{"sandboxId", s.id}};
-  auto with = [&](json extra) {
-    json p = id;
-    p.update(extra);
-    return p;
-  };
+  const json id = s.params();
+  auto with = [&](json extra) { return s.params(std::move(extra)); };
   std::string untouched_host = repo.worktree_fingerprint();
 
   s.guest("sed -i 's/^line 3$/line 3 from the agent/; s/^line 37$/line 37 from the agent/' big.txt && "
@@ -488,12 +490,8 @@ TEST_CASE("editor: branch mode commits without touching the checkout; workspace/
   Editor editor(w);
   HostRepo repo;
   EditorSandbox s(w, editor, repo.dir.path().string());
-  const json id{{"sandboxId", s.id}};
-  auto with = [&](json extra) {
-    json p = id;
-    p.update(extra);
-    return p;
-  };
+  const json id = s.params();
+  auto with = [&](json extra) { return s.params(std::move(extra)); };
   s.guest("sed -i 's/^line 3$/line 3 from the agent/' big.txt && echo agent > agent.txt");
   const std::string agent_big = numbered_lines(40, {{3, "line 3 from the agent"}});
   std::string head = repo.git("rev-parse HEAD");

@@ -32,6 +32,8 @@ using workspace::review::testing::with;
 using workspace::review::kModeExecutable;
 using workspace::review::kModeFile;
 
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 // Git for the tests: no user or system configuration, never above the test's folder.
 inline std::string git_env(const fs::path& root) {
   return "GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 GIT_CEILING_DIRECTORIES=" + root.string() +

@@ -12,12 +12,6 @@ using lockroom::testing::read_file;
 using lockroom::testing::sh;
 using Mode = ReviewChoice::Mode;
 
-namespace {
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-}  // namespace
-
 TEST_CASE("run's review prints git's diffstat and summary of the agent's changes", "[cli][review]") {
   ReviewWorld w;
   w.agent_made(agent_files());

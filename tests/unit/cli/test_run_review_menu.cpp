@@ -31,8 +31,6 @@ namespace {
 
 constexpr const char* kMenu = "[a]pply all / [r]eview file by file / save as [b]ranch / save a [p]atch / [d]iscard: ";
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 std::size_t count_of(const std::string& text, const std::string& part) {
   std::size_t n = 0;
   for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
