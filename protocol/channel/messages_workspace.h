@@ -170,6 +170,7 @@ bool is_object_id(std::string_view hex);
 std::string id_to_hex(std::string_view raw20);
 
 // A manifest record: u32 mode, 20-byte raw id, u64 size, u16 path length, path bytes.
+inline constexpr std::size_t kManifestFixedBytes = 4 + 20 + 8 + 2;  // all but the path
 void append_manifest_record(std::string& out, const ManifestEntry& entry);
 // One inlined content after a partial manifest's records: u32 record index, then the bytes
 // (exactly the record's size).

@@ -131,6 +131,14 @@ inline const wire::ManifestEntry* find(const channel::WorkspaceManifest& m, cons
 
 // Files written in this moment are "racily clean" and never cached; the cache test waits twice
 // the agent's racy margin (100 ms) so that the checked-out files can be.
+// A manifest of `w`'s workspace relative to manifest `since` (partial when the agent still has it).
+inline Result<channel::WorkspaceManifest> manifest_since(AgentHarness& h, World& w, std::int64_t since) {
+  wire::WorkspaceManifestParams p;
+  p.path = w.ws.string();
+  p.since = since;
+  return wait_for<channel::WorkspaceManifest>(h, [&](auto done) { h.client->manifest(p, done); });
+}
+
 inline void let_clock_pass() { std::this_thread::sleep_for(200ms); }
 
 }  // namespace lockroom::testing
