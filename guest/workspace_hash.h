@@ -87,5 +87,6 @@ class StatCache {
 };
 
 std::int64_t realtime_ns();
+std::int64_t monotonic_ns();  // for durations
 
 }  // namespace lockroom::agent

@@ -25,15 +25,6 @@ const std::string* SentContents::find(const std::string& id) const {
   return it == contents_.end() ? nullptr : &it->second;
 }
 
-channel::InlineDelta delta_between(std::string_view base, std::string_view now) {
-  std::size_t most = std::min(base.size(), now.size());
-  std::size_t prefix = 0;
-  while (prefix < most && base[prefix] == now[prefix]) ++prefix;
-  std::size_t suffix = 0;
-  while (suffix < most - prefix && base[base.size() - 1 - suffix] == now[now.size() - 1 - suffix]) ++suffix;
-  return {static_cast<std::uint32_t>(prefix), static_cast<std::uint32_t>(suffix)};
-}
-
 namespace {
 
 // The since manifest's entry for `path`, if it lists one.

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "guest/workspace_inline_delta.h"
 #include "guest/workspace_manifest.h"
 #include "protocol/channel/messages.h"
 
@@ -31,10 +32,6 @@ class SentContents {
   std::unordered_map<std::string, std::string> contents_;
   std::deque<std::string> order_;  // ids, oldest first
 };
-
-// The delta that makes `now` from `base`: the longest common prefix and then the longest common
-// suffix of what is left (the two never overlap).
-protocol::channel::InlineDelta delta_between(std::string_view base, std::string_view now);
 
 // Appends, for each record in order that is not a removal, whose content `captured` holds and
 // that keeps the whole within `bounds`, its content: as a delta against `since` (the since

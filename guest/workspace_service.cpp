@@ -123,6 +123,7 @@ Outcome WorkspaceService::checkout(const json& params) {
 }
 
 Outcome WorkspaceService::manifest(const json& params) {
+  const std::int64_t began = monotonic_ns();
   auto p = channel::parse_workspace_manifest_params(params);
   if (!p) return invalid_params(p.error());
   Workspace& ws = workspace(p->path, static_cast<std::size_t>(p->bounds.max_entries));
@@ -176,6 +177,7 @@ Outcome WorkspaceService::manifest(const json& params) {
   ws.remembered.push_back(Remembered{result.manifest, std::move(m.entries)});
   while (ws.remembered.size() > kRememberedManifests) ws.remembered.pop_front();
   result.body = static_cast<std::int64_t>(body.size());
+  result.agent_ms = (monotonic_ns() - began) / 1'000'000;
   if (body.size() <= channel::kMaxInlineManifest) {
     result.data = std::move(body);
     return channel::to_json(result);

@@ -99,7 +99,7 @@ struct Results {
   std::vector<double> sync_total, sync_pack, sync_guest, sync_snapshot, sync_scan, sync_store, sync_send, sync_checkout;
   std::uint64_t sync_objects = 0, sync_bytes = 0;
   std::vector<double> manifest, refresh, compute, list, diff_all, refresh_list, refresh_diff, validate, missing, tree, fetch_rest;
-  std::vector<double> first_refresh, step_manifest, store_inlined;
+  std::vector<double> first_refresh, step_manifest, step_agent, store_inlined;
   std::uint64_t review_files = 0, review_blobs = 0;
   std::int64_t review_inlined = 0, review_exported = 0;
   bool review_partial = false;
@@ -277,6 +277,7 @@ void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int
     double diff_all = ms(t3, Clock::now());
     if (!diffs.ok()) throw std::runtime_error("diff_all: " + diffs.error().message);
     out.step_manifest.push_back(set.steps.manifest_ms);
+    out.step_agent.push_back(set.steps.agent_ms);
     out.validate.push_back(set.steps.check_ms);
     out.store_inlined.push_back(set.steps.store_inlined_ms);
     out.fetch_rest.push_back(set.steps.fetch_ms);
@@ -351,6 +352,7 @@ void print(const Results& r, const bench::SourceRepo& repo, const std::string& s
   row("first refresh of the sandbox (whole manifest, whole result tree)", r.first_refresh);
   row("refresh (manifest, fetch, result tree, diff)", r.refresh);
   row("&nbsp;&nbsp;the agent's manifest, received (the changed files' content inline, ids checked)", r.step_manifest);
+  row("&nbsp;&nbsp;&nbsp;&nbsp;of which the agent making it (its own clock, whole ms)", r.step_agent);
   row("&nbsp;&nbsp;host: patch the view / validate, missing blobs", r.validate);
   row("&nbsp;&nbsp;host: store the inlined blobs", r.store_inlined);
   row("&nbsp;&nbsp;export of what was not inlined + storing it (0: no export)", r.fetch_rest);

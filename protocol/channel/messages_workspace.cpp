@@ -210,6 +210,7 @@ json to_json(const WorkspaceManifestResult& v) {
     j["inlined"] = v.inlined;
     j["inlineBytes"] = v.inline_bytes;
   }
+  if (v.agent_ms > 0) j["agentMs"] = v.agent_ms;
   return j;
 }
 
@@ -224,6 +225,7 @@ Result<WorkspaceManifestResult> parse_workspace_manifest_result(const json& j, c
   v.cached = r.integer("cached", true, 0, v.entries).value_or(0);
   v.skipped = r.integer("skipped", true, 0, kMaxManifestEntries).value_or(0);
   if (r.ok() && j.contains("since")) v.since = r.integer("since", true, 1);
+  if (r.ok() && j.contains("agentMs")) v.agent_ms = r.integer("agentMs", true, 0, 24LL * 3600 * 1000).value_or(0);
   if (r.ok() && v.hashed + v.cached > v.entries)
     r.fail("hashed", "and \"cached\" add up to " + std::to_string(v.hashed + v.cached) + ", more than the " + std::to_string(v.entries) + " entries");
   // Inline content: only in a partial manifest, only when asked for, within what was asked.

@@ -128,6 +128,9 @@ struct WorkspaceManifestResult {
   // carries, both counted in `inline_bytes`).
   std::int64_t inlined = 0;
   std::int64_t inline_bytes = 0;
+  // Milliseconds the agent spent making this answer (listing, hashing, encoding), as it measured
+  // them: for diagnostics only (the host's step timings), never relied on.
+  std::int64_t agent_ms = 0;
 };
 
 // The mode of a removal record in a partial manifest.

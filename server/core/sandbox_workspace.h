@@ -59,6 +59,7 @@ struct RefreshSteps {
   std::int64_t inlined = 0;    // blobs stored from the manifest's inline content
   std::int64_t exported = 0;   // blobs fetched with workspace.export (what was not inlined)
   double manifest_ms = 0;      // the agent's manifest, received and decoded (inline content and its ids checked)
+  double agent_ms = 0;         // of which the agent making it, as it reports (ms granularity)
   double check_ms = 0;         // validated (or patched onto the last view), missing blobs found
   double store_inlined_ms = 0; // the inline content stored
   double fetch_ms = 0;         // workspace.export of the blobs still missing, and storing them (0: no export)

@@ -160,6 +160,7 @@ void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done
           auto out = std::make_shared<Listing>();
           out->listed = std::move(*shared);
           out->steps.manifest_ms = ms_between(started, received);
+          out->steps.agent_ms = static_cast<double>(out->listed.summary.agent_ms);
           out->steps.records = static_cast<std::int64_t>(out->listed.entries.size());
           out->steps.partial = out->listed.summary.since.has_value();
           std::vector<review::ManifestEntry> entries;

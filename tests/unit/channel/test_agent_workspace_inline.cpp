@@ -3,6 +3,7 @@
 // host asks) as deltas against the version the host holds.
 #include <map>
 
+#include "guest/workspace_inline_delta.h"
 #include "tests/unit/channel/agent_workspace_world.h"
 
 using namespace lockroom;
@@ -146,4 +147,35 @@ TEST_CASE("agent workspace: with deltas asked for, a file sent before comes back
   CHECK(m4->inlined[0].content == text);
   CHECK_FALSE(h.failure);
   CHECK(h.shutdown() == 0);
+}
+
+TEST_CASE("agent workspace: delta_between finds the longest common prefix, then suffix, at any alignment", "[channel][workspace]") {
+  // Against the obvious byte loop, over edits at every offset around the 8-byte steps.
+  auto slow = [](std::string_view a, std::string_view b) {
+    std::size_t most = std::min(a.size(), b.size()), prefix = 0, suffix = 0;
+    while (prefix < most && a[prefix] == b[prefix]) ++prefix;
+    while (suffix < most - prefix && a[a.size() - 1 - suffix] == b[b.size() - 1 - suffix]) ++suffix;
+    return std::pair{prefix, suffix};
+  };
+  std::string base;
+  for (int i = 0; i < 70; ++i) base += static_cast<char>('a' + (i * 7) % 26);
+  int checked = 0;
+  for (std::size_t at = 0; at <= base.size(); ++at)
+    for (std::size_t cut : {0, 1, 3, 8, 9, 17}) {
+      for (const std::string& insert : {std::string(), std::string("X"), std::string("0123456789abcdef")}) {
+        if (at + cut > base.size()) continue;
+        std::string now = base.substr(0, at) + insert + base.substr(at + cut);
+        auto delta = agent::delta_between(base, now);
+        auto expected = slow(base, now);
+        INFO("edit at " << at << ", " << cut << " cut, " << insert.size() << " inserted");
+        CHECK(delta.prefix == expected.first);
+        CHECK(delta.suffix == expected.second);
+        CHECK(delta.prefix + delta.suffix <= std::min(base.size(), now.size()));
+        checked++;
+      }
+    }
+  CHECK(checked > 1000);
+  CHECK(agent::delta_between("", "abc").prefix == 0);
+  CHECK(agent::delta_between("aaaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaa").prefix == 16);
+  CHECK(agent::delta_between("aaaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaa").suffix == 0);
 }

@@ -445,6 +445,9 @@ TEST_CASE("lying agent: inline content that breaks the rules fails the channel",
   CHECK_THAT(failure(answer(hello, content_of(0, "hello"), 1, 5, 1, 5), std::nullopt), Catch::Contains("the host asked for no inline content"));
   CHECK_THAT(failure(answer(hello, content_of(0, "hello"), 1, 5, 1, 5, std::nullopt), asked, std::nullopt),
              Catch::Contains("only a partial manifest carries inline content"));
+  json negative_time = answer(hello, content_of(0, "hello"), 1, 5, 1, 5);
+  negative_time["agentMs"] = -1;
+  CHECK_THAT(failure(negative_time, asked), Catch::Contains("\"agentMs\""));
 }
 
 TEST_CASE("lying agent: inline content checked right is handed over with its entry", "[channel][hostile][workspace]") {
@@ -452,7 +455,7 @@ TEST_CASE("lying agent: inline content checked right is handed over with its ent
   std::string body = record_of("a.txt", "hello") + record_of("b.txt", "bye") + content_of(1, "bye");
   t.agent->on_request([&](LyingAgent& a, const protocol::Request& r) {
     a.reply(r.id, json{{"manifest", 9}, {"entries", 2}, {"bytes", 8}, {"hashed", 2}, {"cached", 0}, {"skipped", 0}, {"body", body.size()},
-                       {"data", wire::base64_encode(body)}, {"inlined", 1}, {"inlineBytes", 3}, {"since", 1}});
+                       {"data", wire::base64_encode(body)}, {"inlined", 1}, {"inlineBytes", 3}, {"since", 1}, {"agentMs", 42}});
   });
   wire::WorkspaceManifestParams p;
   p.since = 1;
@@ -464,6 +467,7 @@ TEST_CASE("lying agent: inline content checked right is handed over with its ent
   REQUIRE((*got)->inlined.size() == 1);
   CHECK((*got)->inlined[0].entry == 1);
   CHECK((*got)->inlined[0].content == "bye");
+  CHECK((*got)->summary.agent_ms == 42);  // the agent's own timing, passed on for the step table
   CHECK_FALSE(t.failure);
   CHECK(t.finish() == 0);
 }
