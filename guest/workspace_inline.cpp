@@ -25,19 +25,8 @@ const std::string* SentContents::find(const std::string& id) const {
   return it == contents_.end() ? nullptr : &it->second;
 }
 
-namespace {
-
-// The since manifest's entry for `path`, if it lists one.
-const channel::ManifestEntry* entry_for(const std::vector<channel::ManifestEntry>* since, const std::string& path) {
-  if (!since) return nullptr;
-  auto it = std::lower_bound(since->begin(), since->end(), path, [](const channel::ManifestEntry& e, const std::string& p) { return e.path < p; });
-  return it != since->end() && it->path == path ? &*it : nullptr;
-}
-
-}  // namespace
-
 void append_inline_contents(std::string& body, const std::vector<channel::ManifestEntry>& records, ContentCapture& captured,
-                            const channel::InlineBounds& bounds, const std::vector<channel::ManifestEntry>* since, SentContents& sent,
+                            const channel::InlineBounds& bounds, const BaseEntry& base_of, SentContents& sent,
                             channel::WorkspaceManifestResult& result) {
   std::int64_t files = 0;  // the sizes of the files sent, whole or not: the host bounds those
   for (std::size_t i = 0; i < records.size(); ++i) {
@@ -49,7 +38,7 @@ void append_inline_contents(std::string& body, const std::vector<channel::Manife
     if (!content || content->size() != e.size) continue;
     const std::string* base = nullptr;
     if (bounds.deltas)
-      if (const auto* before = entry_for(since, e.path); before && before->mode == e.mode) base = sent.find(before->id);
+      if (const auto* before = base_of(e.path); before && before->mode == e.mode) base = sent.find(before->id);
     std::int64_t carried = static_cast<std::int64_t>(e.size);
     bool as_delta = false;
     if (base) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -33,13 +34,16 @@ class SentContents {
   std::deque<std::string> order_;  // ids, oldest first
 };
 
+// The since manifest's entry for a path (null: it listed none).
+using BaseEntry = std::function<const protocol::channel::ManifestEntry*(const std::string& path)>;
+
 // Appends, for each record in order that is not a removal, whose content `captured` holds and
-// that keeps the whole within `bounds`, its content: as a delta against `since` (the since
-// manifest's entries, sorted; may be null) when `bounds.deltas`, `sent` has that version's bytes
-// and the delta is less than half the file; else whole. Counts them in `result.inlined` and
-// `result.inline_bytes`. Every content sent is kept in `sent` for the next manifest's deltas.
+// that keeps the whole within `bounds`, its content: as a delta against the since manifest's
+// version (`base_of`) when `bounds.deltas`, `sent` has that version's bytes and the delta is less
+// than half the file; else whole. Counts them in `result.inlined` and `result.inline_bytes`.
+// Every content sent is kept in `sent` for the next manifest's deltas.
 void append_inline_contents(std::string& body, const std::vector<protocol::channel::ManifestEntry>& records, ContentCapture& captured,
-                            const protocol::channel::InlineBounds& bounds, const std::vector<protocol::channel::ManifestEntry>* since,
-                            SentContents& sent, protocol::channel::WorkspaceManifestResult& result);
+                            const protocol::channel::InlineBounds& bounds, const BaseEntry& base_of, SentContents& sent,
+                            protocol::channel::WorkspaceManifestResult& result);
 
 }  // namespace lockroom::agent

@@ -58,6 +58,7 @@ struct Manifest {
   std::int64_t cached = 0;
   std::int64_t skipped = 0;
   bool listed_by_git = true;  // false: git's index and its last answer sufficed
+  bool changes_only = false;  // `entries` are the changes to the previous manifest (update_manifest)
 };
 
 // `capture`: keep the bytes of the files read, within these bounds (Manifest::captured).

@@ -1,4 +1,4 @@
-// update_manifest and manifest_delta; see workspace_manifest_delta.h.
+// update_manifest; see workspace_manifest_delta.h.
 #include "guest/workspace_manifest_delta.h"
 
 #include <fcntl.h>
@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+
+#include "guest/workspace_history.h"
 
 namespace lockroom::agent {
 
@@ -30,59 +32,36 @@ std::variant<Manifest, RpcError> update_manifest(const std::string& root, const 
   Manifest m;
   if (capture) m.captured = ContentCapture(*capture);
   m.listed_by_git = false;
-  m.entries.reserve(previous.size());
+  m.changes_only = true;
+  for (const auto& old : previous) {  // the whole's bytes and counts, as if each entry were listed again
+    if (old.size <= channel::max_entry_size(old.mode, bounds)) m.bytes += static_cast<std::int64_t>(old.size);
+    if (old.mode != channel::kModeSymlink) m.cached++;  // its id known, as from the stat cache
+  }
   BlobHasher hasher;
-  auto next_dirty = dirty.begin();
-  for (const auto& old : previous) {
-    while (next_dirty != dirty.end() && *next_dirty < old.path) ++next_dirty;  // not listed before: still not listed
-    if (next_dirty == dirty.end() || *next_dirty != old.path) {
-      if (old.size <= channel::max_entry_size(old.mode, bounds)) m.bytes += static_cast<std::int64_t>(old.size);
-      m.entries.push_back(old);
-      if (old.mode != channel::kModeSymlink) m.cached++;  // its id known, as from the stat cache
-      continue;
-    }
+  for (const auto& path : dirty) {
+    auto old = std::lower_bound(previous.begin(), previous.end(), path, [](const channel::ManifestEntry& e, const std::string& p) { return e.path < p; });
+    if (old == previous.end() || old->path != path) continue;  // not listed before: still not listed
+    if (old->size <= channel::max_entry_size(old->mode, bounds)) m.bytes -= static_cast<std::int64_t>(old->size);
+    if (old->mode != channel::kModeSymlink) m.cached--;
     struct stat st{};
-    if (::fstatat(dir, old.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+    std::optional<channel::ManifestEntry> e;
+    if (::fstatat(dir, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
       m.skipped++;
+    } else {
+      e = describe_file(dir, path, st, bounds, cache, nullptr, hasher, started, m);
+    }
+    if (!e) {
+      m.entries.push_back(removal_record(path));
       continue;
     }
-    auto e = describe_file(dir, old.path, st, bounds, cache, nullptr, hasher, started, m);
-    if (!e) continue;
     if (e->size <= channel::max_entry_size(e->mode, bounds)) m.bytes += static_cast<std::int64_t>(e->size);
-    m.entries.push_back(std::move(*e));
+    if (e->mode != old->mode || e->id != old->id || e->size != old->size) m.entries.push_back(std::move(*e));
   }
   ::close(dir);
   if (m.bytes > bounds.max_total_bytes)
-    return make_rpc_error(channel::agent_error::kTooLarge, what + " holds " + std::to_string(m.bytes) + " bytes in " + std::to_string(m.entries.size()) +
+    return make_rpc_error(channel::agent_error::kTooLarge, what + " holds " + std::to_string(m.bytes) + " bytes in " + std::to_string(previous.size()) +
                                                                " files; the limit is " + std::to_string(bounds.max_total_bytes));
   return m;
-}
-
-std::vector<channel::ManifestEntry> manifest_delta(const std::vector<channel::ManifestEntry>& before, const std::vector<channel::ManifestEntry>& now) {
-  std::vector<channel::ManifestEntry> out;
-  auto a = before.begin();
-  auto b = now.begin();
-  auto removed = [](const std::string& path) {
-    channel::ManifestEntry r;
-    r.path = path;
-    r.mode = channel::kModeRemoved;
-    r.id = std::string(40, '0');
-    r.size = 0;
-    return r;
-  };
-  while (a != before.end() || b != now.end()) {
-    if (b == now.end() || (a != before.end() && a->path < b->path)) {
-      out.push_back(removed(a->path));
-      ++a;
-    } else if (a == before.end() || b->path < a->path) {
-      out.push_back(*b++);
-    } else {
-      if (a->mode != b->mode || a->id != b->id || a->size != b->size) out.push_back(*b);
-      ++a;
-      ++b;
-    }
-  }
-  return out;
 }
 
 }  // namespace lockroom::agent

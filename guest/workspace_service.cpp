@@ -16,6 +16,7 @@
 #include "guest/workspace_index.h"
 #include "guest/workspace_inline.h"
 #include "guest/workspace_manifest.h"
+#include "guest/workspace_history.h"
 #include "guest/workspace_manifest_delta.h"
 #include "protocol/channel/messages.h"
 
@@ -129,16 +130,14 @@ Outcome WorkspaceService::manifest(const json& params) {
   Workspace& ws = workspace(p->path, static_cast<std::size_t>(p->bounds.max_entries));
   // Against a manifest the host holds: only what differs from it, with the content of the files
   // read for it when the host asked for that.
-  const Remembered* since = nullptr;
-  for (const auto& r : ws.remembered)
-    if (p->since && r.id == *p->since) since = &r;
+  const bool since = p->since && ws.history.remembers(*p->since);
   std::optional<channel::InlineBounds> capture;
   if (since) capture = p->inline_content;
   // Only the files written since the latest manifest, when the watch saw nothing else happen.
   WorkspaceWatch::Changes seen;
   if (ws.watch.running()) seen = ws.watch.take();
-  bool quiet = !seen.structural && !ws.relist && !ws.remembered.empty();
-  auto built = quiet ? update_manifest(p->path, p->bounds, ws.cache, ws.remembered.back().entries, seen.dirty, capture)
+  bool quiet = !seen.structural && !ws.relist && !ws.history.empty();
+  auto built = quiet ? update_manifest(p->path, p->bounds, ws.cache, ws.history.latest(), seen.dirty, capture)
                      : build_manifest(p->path, p->bounds, ws.cache, ws.listing, capture);
   // A refused manifest is not remembered, and the files written before it are no longer in the
   // watch's hands: the next one lists everything.
@@ -148,12 +147,20 @@ Outcome WorkspaceService::manifest(const json& params) {
 
   channel::WorkspaceManifestResult result;
   result.manifest = next_manifest_++;
-  std::vector<channel::ManifestEntry> delta;
-  if (since) {
-    delta = manifest_delta(since->entries, m.entries);
-    result.since = since->id;
+  if (m.changes_only) {
+    ws.history.push_changes(result.manifest, m.entries);
+  } else {
+    ws.history.push_whole(result.manifest, std::move(m.entries));
   }
-  const std::vector<channel::ManifestEntry>& records = since ? delta : m.entries;
+  // What workspace.export indexes: these records (a partial manifest) or the whole latest.
+  ws.partial_records.clear();
+  if (since) {
+    ws.partial_records = std::move(*ws.history.records_since(*p->since));  // remembered before the push: still kept
+    result.since = *p->since;
+  }
+  ws.manifest = result.manifest;
+  ws.manifest_partial = since;
+  const std::vector<channel::ManifestEntry>& records = since ? ws.partial_records : ws.history.latest();
   std::int64_t upserts = 0, bytes = 0;
   for (const auto& e : records)
     if (e.mode != channel::kModeRemoved) {
@@ -166,16 +173,12 @@ Outcome WorkspaceService::manifest(const json& params) {
   result.cached = std::min(m.cached, upserts - result.hashed);
   result.skipped = m.skipped;
   std::string body;
-  ws.paths.clear();
-  ws.paths.reserve(records.size());
-  for (const auto& e : records) {
-    channel::append_manifest_record(body, e);
-    ws.paths.push_back(e.path);
+  for (const auto& e : records) channel::append_manifest_record(body, e);
+  if (capture) {
+    const std::int64_t before = *p->since;
+    auto base_of = [&ws, before](const std::string& path) { return ws.history.find(before, path); };
+    append_inline_contents(body, records, m.captured, *capture, base_of, ws.sent, result);
   }
-  if (capture) append_inline_contents(body, records, m.captured, *capture, since ? &since->entries : nullptr, ws.sent, result);
-  ws.manifest = result.manifest;
-  ws.remembered.push_back(Remembered{result.manifest, std::move(m.entries)});
-  while (ws.remembered.size() > kRememberedManifests) ws.remembered.pop_front();
   result.body = static_cast<std::int64_t>(body.size());
   result.agent_ms = (monotonic_ns() - began) / 1'000'000;
   if (body.size() <= channel::kMaxInlineManifest) {
@@ -198,12 +201,13 @@ Outcome WorkspaceService::export_files(const json& params) {
   if (ws.manifest != p->manifest)
     return make_rpc_error(agent_error::kNotFound, what + ": manifest " + std::to_string(p->manifest) + " is not the latest (" +
                                                       std::to_string(ws.manifest) + "); take a new manifest");
+  const std::vector<channel::ManifestEntry>& records = ws.manifest_partial ? ws.partial_records : ws.history.latest();
   std::vector<ExportSender::Item> items;
   for (std::int64_t index : p->entries) {
-    if (index >= static_cast<std::int64_t>(ws.paths.size()))
+    if (index >= static_cast<std::int64_t>(records.size()))
       return make_rpc_error(protocol::rpc_error::kInvalidParams, "invalid params: \"entries\" names entry " + std::to_string(index) +
-                                                                      " of a manifest with " + std::to_string(ws.paths.size()));
-    items.push_back({static_cast<std::uint32_t>(index), ws.paths[static_cast<std::size_t>(index)]});
+                                                                      " of a manifest with " + std::to_string(records.size()));
+    items.push_back({static_cast<std::uint32_t>(index), records[static_cast<std::size_t>(index)].path});
   }
   int dir = ::open(p->path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return errno_error(errno, what);

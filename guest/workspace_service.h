@@ -19,7 +19,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +27,7 @@
 #include "guest/connection.h"
 #include "guest/errors.h"
 #include "guest/workspace_hash.h"
+#include "guest/workspace_history.h"
 #include "guest/workspace_inline.h"
 #include "guest/workspace_listing.h"
 #include "guest/workspace_transfers.h"
@@ -58,19 +58,16 @@ class WorkspaceService {
 
  private:
   static constexpr std::size_t kRememberedManifests = 2;
-  struct Remembered {
-    std::int64_t id = 0;
-    std::vector<protocol::channel::ManifestEntry> entries;  // the whole tree then, sorted
-  };
   struct Workspace {
     explicit Workspace(std::size_t cache_entries) : cache(cache_entries) {}
     StatCache cache;
     WorkspaceListing listing;
     WorkspaceWatch watch;                // from the first checkout on
-    std::deque<Remembered> remembered;   // the latest manifests, oldest first (a partial one is relative to one of them)
+    ManifestHistory history{kRememberedManifests};  // a partial manifest is relative to one of them
     bool relist = false;                 // the last manifest failed: the next lists everything
-    std::int64_t manifest = 0;
-    std::vector<std::string> paths;  // of that manifest's records (what workspace.export indexes)
+    std::int64_t manifest = 0;           // the latest answered; workspace.export indexes its records:
+    bool manifest_partial = false;       // partial_records, or (a whole answer) history.latest()
+    std::vector<protocol::channel::ManifestEntry> partial_records;
     SentContents sent;               // files sent inline lately: the bases of later deltas
   };
   Workspace& workspace(const std::string& path, std::size_t cache_entries);
