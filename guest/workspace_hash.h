@@ -86,6 +86,16 @@ class StatCache {
   std::unordered_map<std::string, Entry> entries_;
 };
 
+// A file hashed before a manifest began, whose caller vouches that nothing touched it since (the
+// workspace watch saw no event on it): trusted while its stat is still `key`.
+struct EarlierHash {
+  StatKey key;
+  std::string raw_id;
+  std::int64_t hashed_at_ns = 0;     // CLOCK_REALTIME before the read
+  std::optional<std::string> bytes;  // the bytes hashed, when they were kept
+};
+using EarlierHashes = std::unordered_map<std::string, EarlierHash>;
+
 std::int64_t realtime_ns();
 std::int64_t monotonic_ns();  // for durations
 

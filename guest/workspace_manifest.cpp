@@ -127,7 +127,8 @@ std::string biggest_folders(const std::vector<std::string>& paths, std::size_t t
 }
 
 std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& path, struct stat& st, const channel::WorkspaceBounds& bounds,
-                                                    StatCache& cache, const IndexFile* index, BlobHasher& hasher, std::int64_t started, Manifest& m) {
+                                                    KnownIds& known, BlobHasher& hasher, std::int64_t started, Manifest& m) {
+  StatCache& cache = known.cache;
   channel::ManifestEntry e;
   e.path = path;
   std::string raw;
@@ -147,14 +148,21 @@ std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& 
   } else {
     StatKey key = stat_key(st);
     const IndexFileEntry* indexed = nullptr;
+    auto earlier = known.earlier ? known.earlier->find(path) : EarlierHashes::iterator{};
     if (static_cast<std::uint64_t>(st.st_size) > channel::max_entry_size(channel::kModeFile, bounds)) {
       raw.assign(20, '\0');  // too big to take back: listed unread, for the host to refuse by name
+    } else if (known.earlier && earlier != known.earlier->end() && earlier->second.key == key &&
+               (earlier->second.bytes || static_cast<std::uint64_t>(st.st_size) > m.captured.room())) {  // else read it for its bytes
+      raw = earlier->second.raw_id;  // hashed when it was written, untouched since
+      cache.store(path, key, raw, earlier->second.hashed_at_ns);
+      if (earlier->second.bytes && m.captured.on()) m.captured.keep(path, std::move(*earlier->second.bytes));
+      m.hashed++;
     } else if (auto hit = cache.find(path, key)) {
       raw = *hit;
       m.cached++;
-    } else if (index && (indexed = index->find(path)) && index->clean(*indexed, st, StatCache::kRacyMarginNs)) {
+    } else if (known.index && (indexed = known.index->find(path)) && known.index->clean(*indexed, st, StatCache::kRacyMarginNs)) {
       raw = indexed->raw_id;  // git's index vouches for it: the stat cache of the last checkout or git add
-      cache.store(path, key, raw, index->written_ns());
+      cache.store(path, key, raw, known.index->written_ns());
       m.cached++;
     } else {
       KeptContent kept;
@@ -190,7 +198,7 @@ std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& 
 }
 
 std::variant<Manifest, RpcError> build_manifest(const std::string& root, const channel::WorkspaceBounds& bounds, StatCache& cache,
-                                                WorkspaceListing& listing, const std::optional<channel::InlineBounds>& capture) {
+                                                WorkspaceListing& listing, const std::optional<channel::InlineBounds>& capture, EarlierHashes* earlier) {
   const std::string what = "workspace.manifest: " + root;
   struct stat git_dir{};
   if (::stat((root + "/.git").c_str(), &git_dir) != 0)
@@ -222,6 +230,7 @@ std::variant<Manifest, RpcError> build_manifest(const std::string& root, const c
   m.listed_by_git = listing.last_from_git();
   ParentCheck parents(dir);
   BlobHasher hasher;
+  KnownIds known{cache, index ? &*index : nullptr, earlier};
   std::vector<std::pair<std::int64_t, std::string>> sizes;
   for (const auto& path : paths) {
     struct stat st{};
@@ -232,7 +241,7 @@ std::variant<Manifest, RpcError> build_manifest(const std::string& root, const c
       m.skipped++;
       continue;
     }
-    auto e = describe_file(dir, path, st, bounds, cache, index ? &*index : nullptr, hasher, started, m);
+    auto e = describe_file(dir, path, st, bounds, known, hasher, started, m);
     if (!e) continue;
     if (e->size <= channel::max_entry_size(e->mode, bounds)) {  // a bigger one is the host's to refuse, and not counted
       m.bytes += static_cast<std::int64_t>(e->size);

@@ -62,17 +62,26 @@ struct Manifest {
 };
 
 // `capture`: keep the bytes of the files read, within these bounds (Manifest::captured).
+// `earlier`: files hashed before, trusted while their stat is the same (taken from it when used).
 std::variant<Manifest, RpcError> build_manifest(const std::string& root, const protocol::channel::WorkspaceBounds& bounds, StatCache& cache,
-                                                WorkspaceListing& listing, const std::optional<protocol::channel::InlineBounds>& capture = std::nullopt);
+                                                WorkspaceListing& listing, const std::optional<protocol::channel::InlineBounds>& capture = std::nullopt,
+                                                EarlierHashes* earlier = nullptr);
+
+// Where a file's id may come from without reading it.
+struct KnownIds {
+  StatCache& cache;
+  const IndexFile* index = nullptr;     // git's index: its stat data vouches for its ids
+  EarlierHashes* earlier = nullptr;     // hashed before the manifest, with their bytes
+};
 
 // One candidate path that lstat() found to be a regular file or a symlink (`st`), as a manifest
-// entry: its id from the stat cache, from git's index when the stat is what `index` recorded
-// (may be null), or hashed (`started`: CLOCK_REALTIME before the manifest began). Counts it in
-// m.hashed / m.cached, or m.skipped when it went away meanwhile (then nullopt). The bytes read
+// entry: its id from an earlier hash (with its bytes), the stat cache, git's index when the stat
+// is what it recorded, or hashed (`started`: CLOCK_REALTIME before the manifest began). Counts it
+// in m.hashed / m.cached, or m.skipped when it went away meanwhile (then nullopt). The bytes read
 // for it go to m.captured when that is on and they fit.
 std::optional<protocol::channel::ManifestEntry> describe_file(int dir, const std::string& path, struct stat& st,
-                                                              const protocol::channel::WorkspaceBounds& bounds, StatCache& cache,
-                                                              const IndexFile* index, BlobHasher& hasher, std::int64_t started, Manifest& m);
+                                                              const protocol::channel::WorkspaceBounds& bounds, KnownIds& known, BlobHasher& hasher,
+                                                              std::int64_t started, Manifest& m);
 
 // Splits git's -z output into sorted, unique paths.
 std::vector<std::string> split_z(const std::string& text);

@@ -16,7 +16,7 @@ namespace channel = protocol::channel;
 
 std::variant<Manifest, RpcError> update_manifest(const std::string& root, const channel::WorkspaceBounds& bounds, StatCache& cache,
                                                  const std::vector<channel::ManifestEntry>& previous, const std::set<std::string>& dirty,
-                                                 const std::optional<channel::InlineBounds>& capture) {
+                                                 const std::optional<channel::InlineBounds>& capture, EarlierHashes* earlier) {
   const std::string what = "workspace.manifest: " + root;
   std::int64_t started = realtime_ns();
   // The same paths as before: the count bound as a whole listing checks it (the host's may differ).
@@ -38,6 +38,7 @@ std::variant<Manifest, RpcError> update_manifest(const std::string& root, const 
     if (old.mode != channel::kModeSymlink) m.cached++;  // its id known, as from the stat cache
   }
   BlobHasher hasher;
+  KnownIds known{cache, nullptr, earlier};
   for (const auto& path : dirty) {
     auto old = std::lower_bound(previous.begin(), previous.end(), path, [](const channel::ManifestEntry& e, const std::string& p) { return e.path < p; });
     if (old == previous.end() || old->path != path) continue;  // not listed before: still not listed
@@ -48,7 +49,7 @@ std::variant<Manifest, RpcError> update_manifest(const std::string& root, const 
     if (::fstatat(dir, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
       m.skipped++;
     } else {
-      e = describe_file(dir, path, st, bounds, cache, nullptr, hasher, started, m);
+      e = describe_file(dir, path, st, bounds, known, hasher, started, m);
     }
     if (!e) {
       m.entries.push_back(removal_record(path));

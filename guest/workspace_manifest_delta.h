@@ -19,9 +19,10 @@ namespace lockroom::agent {
 // `previous`: sorted, the latest manifest. The answer's entries are the changes to it: each
 // dirty path re-described where it differs, a removal record for one no longer a file or
 // symlink. Its bytes and counts are the whole manifest's. `capture`: keep the bytes of the files
-// read again, within these bounds (Manifest::captured).
+// read again, within these bounds (Manifest::captured). `earlier`: as for build_manifest.
 std::variant<Manifest, RpcError> update_manifest(const std::string& root, const protocol::channel::WorkspaceBounds& bounds, StatCache& cache,
                                                  const std::vector<protocol::channel::ManifestEntry>& previous, const std::set<std::string>& dirty,
-                                                 const std::optional<protocol::channel::InlineBounds>& capture = std::nullopt);
+                                                 const std::optional<protocol::channel::InlineBounds>& capture = std::nullopt,
+                                                 EarlierHashes* earlier = nullptr);
 
 }  // namespace lockroom::agent

@@ -117,9 +117,13 @@ Outcome WorkspaceService::checkout(const json& params) {
   // Otherwise git's index knows every file git wrote: the manifest takes their ids from it.
   out = fast ? std::move(*fast) : checkout_workspace(*p);
   if (p->exclude && !std::holds_alternative<RpcError>(out)) write_exclude(p->path, *p->exclude);
-  // Watched from the first checkout on (a sync's writes are then seen like any other).
+  // Watched from the first checkout on (a sync's writes are then seen like any other). What the
+  // checkout wrote is the host's: not worth hashing early.
   if (!std::holds_alternative<RpcError>(out) && !ws.watch.running() && !ws.watch.start(p->path))
     log_debug("workspace.checkout: no inotify for " + p->path + ": every manifest lists every file");
+  ws.watch.drain();
+  ws.watch.take_closed();
+  ws.eager.clear();
   return out;
 }
 
@@ -133,12 +137,18 @@ Outcome WorkspaceService::manifest(const json& params) {
   const bool since = p->since && ws.history.remembers(*p->since);
   std::optional<channel::InlineBounds> capture;
   if (since) capture = p->inline_content;
+  if (p->inline_content)  // what the next one will likely ask: the bytes of files hashed early are kept for it
+    ws.eager.keep_bytes(static_cast<std::uint64_t>(p->inline_content->max_file_bytes), static_cast<std::uint64_t>(p->inline_content->max_total_bytes));
   // Only the files written since the latest manifest, when the watch saw nothing else happen.
   WorkspaceWatch::Changes seen;
-  if (ws.watch.running()) seen = ws.watch.take();
+  if (ws.watch.running()) {
+    seen = ws.watch.take();
+    ws.watch.take_closed();  // written before this manifest: it reads them
+  }
+  EarlierHashes earlier = ws.eager.take(seen);
   bool quiet = !seen.structural && !ws.relist && !ws.history.empty();
-  auto built = quiet ? update_manifest(p->path, p->bounds, ws.cache, ws.history.latest(), seen.dirty, capture)
-                     : build_manifest(p->path, p->bounds, ws.cache, ws.listing, capture);
+  auto built = quiet ? update_manifest(p->path, p->bounds, ws.cache, ws.history.latest(), seen.dirty, capture, &earlier)
+                     : build_manifest(p->path, p->bounds, ws.cache, ws.listing, capture, &earlier);
   // A refused manifest is not remembered, and the files written before it are no longer in the
   // watch's hands: the next one lists everything.
   ws.relist = std::holds_alternative<RpcError>(built);
@@ -219,6 +229,8 @@ Outcome WorkspaceService::export_files(const json& params) {
 }
 
 void WorkspaceService::pump() {
+  for (auto& [path, ws] : workspaces_)
+    if (ws->eager.pending()) ws->eager.work(path, ws->watch.events(), kEagerSliceNs);
   for (auto it = transfers_.begin(); it != transfers_.end();) {
     it->second->pump();
     if (it->second->done()) {
@@ -230,7 +242,8 @@ void WorkspaceService::pump() {
 }
 
 bool WorkspaceService::ready() const {
-  return std::any_of(transfers_.begin(), transfers_.end(), [](const auto& t) { return t.second->ready() || t.second->done(); });
+  return std::any_of(transfers_.begin(), transfers_.end(), [](const auto& t) { return t.second->ready() || t.second->done(); }) ||
+         std::any_of(workspaces_.begin(), workspaces_.end(), [](const auto& w) { return w.second->eager.pending(); });
 }
 
 void WorkspaceService::add_polls(PollSet& set) {
@@ -239,7 +252,9 @@ void WorkspaceService::add_polls(PollSet& set) {
     // Looked up again when it fires: a request earlier in the same turn may have dropped it.
     set.add(ws->watch.fd(), POLLIN, [this, path = path](short) {
       auto it = workspaces_.find(path);
-      if (it != workspaces_.end()) it->second->watch.drain();
+      if (it == workspaces_.end()) return;
+      it->second->watch.drain();
+      it->second->eager.queue(it->second->watch.take_closed());
     });
   }
 }

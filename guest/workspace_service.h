@@ -15,7 +15,8 @@
 // workspace path keeps a stat cache (git's index stands in for it where it has no entry, so even
 // the first manifest re-hashes only what changed since) and its latest manifest's paths; at most
 // kMaxWorkspaces paths are remembered. Git runs and hashing are done inside the call (the loop
-// waits); streams move with the loop. Loop thread only.
+// waits); streams move with the loop, and so does hashing the files the watch saw written
+// (workspace_eager_hash.h), a slice per turn, so a manifest finds them ready. Loop thread only.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@
 
 #include "guest/connection.h"
 #include "guest/errors.h"
+#include "guest/workspace_eager_hash.h"
 #include "guest/workspace_hash.h"
 #include "guest/workspace_history.h"
 #include "guest/workspace_inline.h"
@@ -58,11 +60,13 @@ class WorkspaceService {
 
  private:
   static constexpr std::size_t kRememberedManifests = 2;
+  static constexpr std::int64_t kEagerSliceNs = 10'000'000;  // of hashing per loop turn
   struct Workspace {
     explicit Workspace(std::size_t cache_entries) : cache(cache_entries) {}
     StatCache cache;
     WorkspaceListing listing;
     WorkspaceWatch watch;                // from the first checkout on
+    EagerHashes eager;                   // files the watch saw written, hashed while the loop is idle
     ManifestHistory history{kRememberedManifests};  // a partial manifest is relative to one of them
     bool relist = false;                 // the last manifest failed: the next lists everything
     std::int64_t manifest = 0;           // the latest answered; workspace.export indexes its records:

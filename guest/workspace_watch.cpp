@@ -36,8 +36,11 @@ bool WorkspaceWatch::start(const std::string& root) {
   fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd_ < 0) return false;
   lost_ = false;
+  lost_since_take_ = true;
   structural_ = true;  // what happened before the watches were in place is unknown
   dirty_.clear();
+  last_event_.clear();
+  closed_.clear();
   add_tree("");
   add_git_dir(".git/");
   add_git_dir(".git/info/");
@@ -96,6 +99,7 @@ void WorkspaceWatch::drain() {
       p += sizeof(inotify_event) + ev->len;
       if (ev->mask & IN_Q_OVERFLOW) {
         lost_ = true;
+        events_++;  // whatever was lost happened before the events that follow
         continue;
       }
       if (git_dirs_.count(ev->wd)) {
@@ -116,6 +120,12 @@ void WorkspaceWatch::drain() {
         continue;
       }
       std::string name = ev->len ? std::string(ev->name) : std::string();
+      if (!name.empty()) {
+        std::string path = it->second + name;
+        last_event_[path] = ++events_;
+        if (last_event_.size() > max_dirty_) lost_ = true;  // cleared by the take() that re-arms
+        if ((ev->mask & IN_CLOSE_WRITE) && !(ev->mask & IN_ISDIR) && closed_.size() < kMaxClosed) closed_.push_back(std::move(path));
+      }
       if (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) {
         structural_ = true;
         if ((ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)) && name != ".git") add_tree(it->second + name + "/");
@@ -137,13 +147,24 @@ WorkspaceWatch::Changes WorkspaceWatch::take() {
   drain();
   Changes out;
   out.structural = structural_ || lost_ || fd_ < 0;
+  out.lost = lost_ || lost_since_take_ || fd_ < 0;
   out.dirty = std::move(dirty_);
+  out.last_event = std::move(last_event_);
   dirty_.clear();
+  last_event_.clear();
   structural_ = false;
+  lost_since_take_ = false;
   if (lost_ && fd_ >= 0) {
     start(root_);  // re-armed before the full listing that follows, which covers the gap
     structural_ = false;
+    lost_since_take_ = false;  // from here on nothing is missed
   }
+  return out;
+}
+
+std::vector<std::string> WorkspaceWatch::take_closed() {
+  std::vector<std::string> out = std::move(closed_);
+  closed_.clear();
   return out;
 }
 

@@ -10,14 +10,22 @@
 // kernel queue overflowed, a watch could not be added (more than kMaxWatches folders, or the
 // kernel's limit), or the root itself went. take() hands over what changed since the previous
 // take(); after a loss it re-arms every watch first, so what happens during the full listing that
-// follows is seen by the next one. More than kMaxDirty written files count as a loss too. drain() reads pending events; the agent's poll loop calls it
-// whenever the descriptor is readable, so the kernel's queue rarely fills. Loop thread only.
+// follows is seen by the next one. More than kMaxDirty written files count as a loss too. drain()
+// reads pending events; the agent's poll loop calls it whenever the descriptor is readable, so the
+// kernel's queue rarely fills.
+//
+// Every event on a name is numbered (events()), and take() tells each path's latest number: a
+// file hashed when events() was N is unchanged since if no event on it is numbered above N (how
+// the agent trusts ids it computed early, workspace_eager_hash.h). take_closed() hands over the
+// files closed after a write since the last call, the ones worth hashing early. Loop thread only.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace lockroom::agent {
 
@@ -25,6 +33,7 @@ class WorkspaceWatch {
  public:
   static constexpr std::size_t kMaxWatches = 20000;
   static constexpr std::size_t kMaxDirty = 50000;  // more written files than this: list everything
+  static constexpr std::size_t kMaxClosed = 4096;  // closed files remembered between take_closed() calls
 
   explicit WorkspaceWatch(std::size_t max_dirty = kMaxDirty) : max_dirty_(max_dirty) {}
   ~WorkspaceWatch();
@@ -42,10 +51,17 @@ class WorkspaceWatch {
 
   struct Changes {
     bool structural = true;        // list every path again (dirty is then incomplete)
+    bool lost = true;              // events may be missing: last_event does not vouch for anything
     std::set<std::string> dirty;   // workspace-relative paths of files written since
+    std::unordered_map<std::string, std::uint64_t> last_event;  // path -> number of its latest event since
   };
   // What changed since the previous take() (or start()); the next take() starts from now.
   Changes take();
+
+  // How many events on names were read so far (the number of the latest).
+  std::uint64_t events() const { return events_; }
+  // Files closed after a write since the previous call (at most kMaxClosed, oldest first).
+  std::vector<std::string> take_closed();
 
   std::size_t watches() const { return dirs_.size(); }
 
@@ -60,8 +76,12 @@ class WorkspaceWatch {
   std::unordered_map<int, std::string> dirs_;  // watch descriptor -> folder, "" or ending in '/'
   std::unordered_map<int, bool> git_dirs_;     // watch descriptors on .git folders (any event is structural)
   bool lost_ = false;
+  bool lost_since_take_ = true;
   bool structural_ = false;
   std::set<std::string> dirty_;
+  std::uint64_t events_ = 0;
+  std::unordered_map<std::string, std::uint64_t> last_event_;
+  std::vector<std::string> closed_;
 };
 
 }  // namespace lockroom::agent
