@@ -148,14 +148,15 @@ std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& 
   } else {
     StatKey key = stat_key(st);
     const IndexFileEntry* indexed = nullptr;
-    auto earlier = known.earlier ? known.earlier->find(path) : EarlierHashes::iterator{};
+    EarlierHash* early = nullptr;
+    if (known.earlier)
+      if (auto it = known.earlier->find(path); it != known.earlier->end() && it->second.key == key) early = &it->second;
     if (static_cast<std::uint64_t>(st.st_size) > channel::max_entry_size(channel::kModeFile, bounds)) {
       raw.assign(20, '\0');  // too big to take back: listed unread, for the host to refuse by name
-    } else if (known.earlier && earlier != known.earlier->end() && earlier->second.key == key &&
-               (earlier->second.bytes || static_cast<std::uint64_t>(st.st_size) > m.captured.room())) {  // else read it for its bytes
-      raw = earlier->second.raw_id;  // hashed when it was written, untouched since
-      cache.store(path, key, raw, earlier->second.hashed_at_ns);
-      if (earlier->second.bytes && m.captured.on()) m.captured.keep(path, std::move(*earlier->second.bytes));
+    } else if (early && (early->bytes || static_cast<std::uint64_t>(st.st_size) > m.captured.room())) {  // else read it for its bytes
+      raw = early->raw_id;  // hashed when it was written, untouched since
+      cache.store(path, key, raw, early->hashed_at_ns);
+      if (early->bytes && m.captured.on()) m.captured.keep(path, std::move(*early->bytes));
       m.hashed++;
     } else if (auto hit = cache.find(path, key)) {
       raw = *hit;

@@ -122,8 +122,12 @@ void WorkspaceWatch::drain() {
       std::string name = ev->len ? std::string(ev->name) : std::string();
       if (!name.empty()) {
         std::string path = it->second + name;
-        last_event_[path] = ++events_;
-        if (last_event_.size() > max_dirty_) lost_ = true;  // cleared by the take() that re-arms
+        ++events_;
+        if (!lost_) last_event_[path] = events_;  // once lost, nothing is vouched for until the re-arm
+        if (last_event_.size() > max_dirty_) {
+          lost_ = true;
+          last_event_.clear();
+        }
         if ((ev->mask & IN_CLOSE_WRITE) && !(ev->mask & IN_ISDIR) && closed_.size() < kMaxClosed) closed_.push_back(std::move(path));
       }
       if (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) {
