@@ -46,7 +46,13 @@ struct Recorder final : core::SandboxEvents {
     output[pid] += chunk.data;
   }
   std::vector<std::pair<std::string, core::MisbehaviourEvent>> misbehaved;  // sandbox id, what it sent
-  void guest_misbehaved(const std::string& id, const core::MisbehaviourEvent& event) override { misbehaved.emplace_back(id, event); }
+  // Also passed on to an editor's events when one is set (the Editor of editor_session.h sets its
+  // api::SandboxMethods while it lives), so sandbox/misbehaved reaches it as under `lockroom serve`.
+  core::SandboxEvents* editor_events = nullptr;
+  void guest_misbehaved(const std::string& id, const core::MisbehaviourEvent& event) override {
+    misbehaved.emplace_back(id, event);
+    if (editor_events) editor_events->guest_misbehaved(id, event);
+  }
   std::vector<std::pair<std::string, egress::AuditRecord>> network;  // sandbox id, decision
   void network_event(const std::string& id, const egress::AuditRecord& record) override { network.emplace_back(id, record); }
   // Approvals go to the scripted editor (editor_stub.h), through the editor face's own code.

@@ -1,25 +1,16 @@
-// The editor face of workspaces (protocol/workspace.md) as JSON-RPC, with real guests: an editor
-// talks Content-Length JSON-RPC over pipes to the server's real rpc::Connection, with sandbox/*
-// and the workspace methods bound to the world's manager as `lockroom serve` binds them. It
-// creates sandboxes with per-request secret options, a real agent edits the workspace (text,
-// binary, non-UTF-8 content and name), and changes/list, changes/diff (one file, all,
-// refresh:false), changes/content, changes/apply (hunks, worktree, branch), changes/discard and
-// workspace/sync are asked for as an editor would. The checks are on the host's files byte for
-// byte, its git refs and the guest's tree, not only on the shape of the answers.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+// The editor face of workspaces (protocol/workspace.md) as JSON-RPC, with real guests, through the
+// Editor of editor_session.h: it creates sandboxes with per-request secret options, a real agent
+// edits the workspace (text, binary, non-UTF-8 content and name), and changes/list, changes/diff
+// (one file, all, refresh:false), changes/content, changes/apply (hunks, worktree) and
+// changes/discard are asked for as an editor would; an entry the review refuses reaches the
+// editor as sandbox/misbehaved (protocol/sandboxes.md). The checks are on the host's files byte
+// for byte and the guest's tree, not only on the shape of the answers. Branch mode and
+// workspace/sync: test_sandbox_workspace_branch.cpp.
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include "protocol/channel/base64.h"
-#include "server/api/sandbox_methods.h"
-#include "server/api/workspace_methods.h"
-#include "tests/integration/sandbox_world.h"
-#include "tests/support/shell.h"
-#include "tests/support/temp_dir.h"
+#include "tests/integration/editor_session.h"
 
 using namespace lockroom;
 using namespace lockroom::testing;
@@ -28,216 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kRequestFailed = -32803;
-constexpr int kInvalidParams = -32602;
-
-// The editor's end of a real editor connection: lockroom's rpc::Connection (Content-Length
-// framing) over two pipes, with sandbox/*, process/*, changes/* and workspace/sync bound to the
-// world's manager. ask() writes one request and turns the loop until its reply arrives.
-class Editor {
- public:
-  explicit Editor(World& w) : w_(w) {
-    int server_in[2], server_out[2];
-    REQUIRE(pipe2(server_in, O_CLOEXEC) == 0);
-    REQUIRE(pipe2(server_out, O_CLOEXEC) == 0);
-    to_server_ = server_in[1];
-    rpc::ConnectionOptions options;
-    options.in_fd = server_in[0];
-    options.out_fd = server_out[1];
-    connection_ = std::make_unique<rpc::Connection>(&w.loop, options);
-    methods_ = std::make_unique<api::SandboxMethods>(*connection_);
-    methods_->bind(*w.manager, w.watch);
-    api::bind_workspace_methods(*connection_, *w.manager);
-    REQUIRE(connection_->start([] {}).ok());
-
-    from_server_ = new uv_pipe_t;
-    REQUIRE(uv_pipe_init(&w.loop, from_server_, 0) == 0);
-    REQUIRE(uv_pipe_open(from_server_, server_out[0]) == 0);
-    from_server_->data = this;
-    REQUIRE(uv_read_start(reinterpret_cast<uv_stream_t*>(from_server_), on_alloc, on_read) == 0);
-  }
-  Editor(const Editor&) = delete;
-  Editor& operator=(const Editor&) = delete;
-
-  // Closes both pipes and the connection and lets their close callbacks run (the world's loop
-  // outlives this test). No REQUIRE here: a destructor must not throw.
-  ~Editor() {
-    ::close(to_server_);
-    int pending = 2;
-    from_server_->data = &pending;
-    uv_close(reinterpret_cast<uv_handle_t*>(from_server_), [](uv_handle_t* handle) {
-      --*static_cast<int*>(handle->data);
-      delete reinterpret_cast<uv_pipe_t*>(handle);
-    });
-    connection_->close([&pending] { --pending; });
-    auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (pending > 0 && std::chrono::steady_clock::now() < deadline) uv_run(&w_.loop, UV_RUN_ONCE);
-    CHECK(pending == 0);
-  }
-
-  // The whole reply to `method`.
-  json ask(const std::string& method, const json& params) {
-    int id = next_id_++;
-    std::string bytes = framing_.encode(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump());
-    for (std::size_t done = 0; done < bytes.size();) {
-      ssize_t n = ::write(to_server_, bytes.data() + done, bytes.size() - done);
-      REQUIRE(n > 0);
-      done += static_cast<std::size_t>(n);
-    }
-    w_.run_until([&] { return replies_.count(id) != 0; });
-    return replies_[id];
-  }
-  // The result of a request that must succeed.
-  json result(const std::string& method, const json& params) {
-    json reply = ask(method, params);
-    INFO(method << " " << params.dump() << " -> " << reply.dump());
-    REQUIRE(reply.contains("result"));
-    return reply["result"];
-  }
-  // The error of a request that must fail.
-  json error(const std::string& method, const json& params) {
-    json reply = ask(method, params);
-    INFO(method << " " << params.dump() << " -> " << reply.dump());
-    REQUIRE(reply.contains("error"));
-    return reply["error"];
-  }
-
- private:
-  static void on_alloc(uv_handle_t* handle, std::size_t, uv_buf_t* buf) {
-    auto* self = static_cast<Editor*>(handle->data);
-    *buf = uv_buf_init(self->buffer_.data(), static_cast<unsigned>(self->buffer_.size()));
-  }
-  // CHECK, never REQUIRE: this runs inside a libuv callback, which nothing may throw across.
-  static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
-    auto* self = static_cast<Editor*>(stream->data);
-    if (nread <= 0) return;
-    std::vector<rpc::FrameEvent> events;
-    self->framing_.feed(std::string_view(buf->base, static_cast<std::size_t>(nread)), events);
-    for (const auto& event : events) {
-      CHECK(event.kind == rpc::FrameEvent::Kind::kMessage);
-      // Strict parsing: a reply that is not valid UTF-8 JSON fails here.
-      json message = json::parse(event.text, nullptr, false);
-      CHECK_FALSE(message.is_discarded());
-      if (message.is_object() && message.contains("id") && !message.contains("method")) self->replies_[message["id"].get<int>()] = message;
-    }
-  }
-
-  World& w_;
-  int to_server_ = -1;
-  uv_pipe_t* from_server_ = nullptr;
-  std::unique_ptr<rpc::Connection> connection_;
-  std::unique_ptr<api::SandboxMethods> methods_;
-  rpc::ContentLengthFraming framing_;
-  std::vector<char> buffer_ = std::vector<char>(1u << 16);
-  std::map<int, json> replies_;
-  int next_id_ = 1;
-};
-
-std::string numbered_lines(int count, const std::map<int, std::string>& replaced = {}) {
-  std::string out;
-  for (int i = 1; i <= count; ++i) out += (replaced.count(i) ? replaced.at(i) : "line " + std::to_string(i)) + "\n";
-  return out;
-}
-
-std::string all_bytes() {
-  std::string out;
-  for (int i = 0; i < 256; ++i) out.push_back(static_cast<char>(i));
-  return out;
-}
-
-const std::string kBigBase = numbered_lines(40);
 const std::string kAgentBinary("\xff\xfe" "bin\0ary\n", 10);  // what the guest's printf below writes
-
-// A host git repository: text, binary and Latin-1 files, an executable, a committed file the user
-// has edited since, secrets, and a FIFO the snapshot must skip.
-struct HostRepo {
-  TempDir dir{"lockroom-editor"};
-  HostRepo() {
-    dir.write("big.txt", kBigBase);
-    dir.write("data.bin", all_bytes());
-    dir.write("latin1.txt", "caf\xe9\n");
-    dir.write("gone.txt", "to be deleted\n");
-    dir.write("tool.sh", "#!/bin/sh\necho tool\n");
-    chmod((dir / "tool.sh").c_str(), 0755);
-    dir.write("notes.txt", "keep me\n");
-    dir.write("config/app.yaml", "name: demo\n");
-    git("init -q -b main && git -c user.name=t -c user.email=t@t add -A && git -c user.name=t -c user.email=t@t commit -q -m initial");
-    dir.write("notes.txt", "keep me\nuncommitted edit\n");
-    dir.write(".env", "API_KEY=do-not-copy\n");
-    dir.write(".env.example", "API_KEY=\n");
-    dir.write("config/app.secret", "token\n");
-    REQUIRE(mkfifo((dir / "pipe").c_str(), 0644) == 0);
-  }
-  std::string git(const std::string& args) const { return sh("cd " + dir.path().string() + " && git " + args); }
-  std::string read(const std::string& relative) const { return read_file(dir / relative); }
-  // Every regular file and symlink outside .git, with mode and content: proves what changed.
-  std::string worktree_fingerprint() const {
-    return sh("cd " + dir.path().string() + " && find . -path ./.git -prune -o \\( -type f -o -type l \\) -print | LC_ALL=C sort | "
-              "while read f; do stat -c '%n %a %s' \"$f\"; sha1sum < \"$f\"; done");
-  }
-};
-
-// A sandbox created through the editor's sandbox/create; destroyed with the test.
-struct EditorSandbox {
-  World& w;
-  json created;
-  std::string id;
-  EditorSandbox(World& world, Editor& editor, const json& workspace) : w(world) {
-    created = editor.result("sandbox/create", {{"workspace", workspace}});
-    id = created.at("sandboxId").get<std::string>();
-  }
-  ~EditorSandbox() { w.destroy(id); }
-  // A method's params for this sandbox: {"sandboxId": id} and `extra`.
-  json params(json extra = json::object()) const {
-    json p{{"sandboxId", id}};
-    p.update(extra);
-    return p;
-  }
-  // Runs a shell command in the guest's /workspace; returns its output, requires exit 0.
-  std::string guest(const std::string& script) {
-    std::string p = w.start(id, {"sh", "-c", "cd /workspace && " + script + " 2>&1"});
-    auto exit = w.wait_exit(p);
-    INFO(script << " printed: " << w.events.output[p]);
-    REQUIRE(exit.exit_code == 0);
-    return w.events.output[p];
-  }
-};
-
-// Decodes a field that is text, or base64 when `<key>Encoding` says so.
-std::string bytes_of(const json& object, const std::string& key) {
-  std::string value = object.at(key).get<std::string>();
-  if (object.value(key + "Encoding", "") != "base64") return value;
-  auto decoded = protocol::channel::base64_decode(value);
-  REQUIRE(decoded);
-  return *decoded;
-}
-
-const json* find_file(const json& files, const std::string& path) {
-  for (const auto& f : files)
-    if (f.at("path") == path) return &f;
-  return nullptr;
-}
-
-std::set<std::string> paths_of(const json& files) {
-  std::set<std::string> out;
-  for (const auto& f : files) out.insert(f.at("path").get<std::string>());
-  return out;
-}
-
-std::set<std::string> strings_of(const json& list) {
-  std::set<std::string> out;
-  for (const auto& s : list) out.insert(s.get<std::string>());
-  return out;
-}
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-void check_failed(const json& error, const char* kind, const std::string& mentions) {
-  INFO(error.dump());
-  CHECK(error.at("code") == kRequestFailed);
-  CHECK(error.at("data").at("kind") == kind);
-  CHECK(has(error.at("message").get<std::string>(), mentions));
-}
 
 }  // namespace
 
@@ -485,86 +267,68 @@ TEST_CASE("editor: changes are listed, diffed, read, applied by hunk and discard
   CHECK(repo.worktree_fingerprint() == applied_host);  // discarding never touches the host
 }
 
-TEST_CASE("editor: branch mode commits without touching the checkout; workspace/sync brings host edits in", "[sandbox][workspace][editor]") {
+TEST_CASE("editor: an entry the review refuses reaches the editor as sandbox/misbehaved, once per review", "[sandbox][workspace][editor]") {
   World& w = world();
   Editor editor(w);
   HostRepo repo;
   EditorSandbox s(w, editor, repo.dir.path().string());
   const json id = s.params();
-  auto with = [&](json extra) { return s.params(std::move(extra)); };
-  s.guest("sed -i 's/^line 3$/line 3 from the agent/' big.txt && echo agent > agent.txt");
-  const std::string agent_big = numbered_lines(40, {{3, "line 3 from the agent"}});
-  std::string head = repo.git("rev-parse HEAD");
-  std::string status = repo.git("status --porcelain");
-  std::string checkout = repo.worktree_fingerprint();
-  auto checkout_untouched = [&] {
-    CHECK(repo.git("rev-parse HEAD") == head);
-    CHECK(repo.git("status --porcelain") == status);
-    CHECK(repo.worktree_fingerprint() == checkout);
-  };
+  auto misbehaved = [&] { return editor.notified("sandbox/misbehaved"); };
+  CHECK(misbehaved().empty());  // a snapshot is no review
+  const std::size_t recorded = w.events.misbehaved.size();
 
-  // --- branch mode, default name: the sandbox id, on the user's HEAD, without their uncommitted edit.
-  json saved = editor.result("changes/apply", with({{"mode", "branch"}}));
-  INFO(saved.dump());
-  std::string ref = "refs/heads/lockroom/" + s.id;
-  CHECK(saved.at("created") == true);
-  CHECK(saved.at("branch") == ref);
-  CHECK(saved.at("conflicts").empty());
-  CHECK(saved.at("refused").empty());
-  CHECK(repo.git("rev-parse " + ref) == saved.at("commit").get<std::string>() + "\n");
-  CHECK(repo.git("rev-parse " + ref + "^") == head);
-  CHECK(repo.git("show " + ref + ":agent.txt") == "agent\n");
-  CHECK(repo.git("show " + ref + ":big.txt") == agent_big);
-  CHECK(repo.git("show " + ref + ":notes.txt") == "keep me\n");  // HEAD's, not the uncommitted edit
-  checkout_untouched();
-
-  // --- a chosen name and a selection; an existing branch needs force.
-  json review = editor.result("changes/apply", with({{"mode", "branch"}, {"branch", "review"}, {"select", {{{"path", "agent.txt"}}}}}));
-  CHECK(review.at("branch") == "refs/heads/lockroom/review");
-  CHECK(repo.git("show lockroom/review:agent.txt") == "agent\n");
-  CHECK(repo.git("show lockroom/review:big.txt") == kBigBase);  // not selected
-  check_failed(editor.error("changes/apply", with({{"mode", "branch"}, {"branch", "review"}})), "wrongState",
-               "lockroom/review already exists");
-  CHECK(repo.git("rev-parse lockroom/review") == review.at("commit").get<std::string>() + "\n");
-  json forced = editor.result("changes/apply", with({{"mode", "branch"}, {"branch", "review"}, {"force", true}}));
-  CHECK(forced.at("commit") != review.at("commit"));
-  CHECK(repo.git("rev-parse lockroom/review") == forced.at("commit").get<std::string>() + "\n");
-  CHECK(repo.git("show lockroom/review:big.txt") == agent_big);
-  json bad_name = editor.error("changes/apply", with({{"mode", "branch"}, {"branch", "a..b"}}));
-  CHECK(bad_name.at("code") == kInvalidParams);
-  CHECK(has(bad_name.at("message").get<std::string>(), "'a..b' cannot name a git branch"));
-  checkout_untouched();
-
-  // --- workspace/sync: the user's edits reach the guest, the agent's stay, the base moves on.
-  repo.dir.write("host.txt", "from the host\n");
-  repo.dir.write("config/app.yaml", "name: demo\nport: 8080\n");
-  json synced = editor.result("workspace/sync", id);
-  INFO(synced.dump());
-  std::string commit = synced.at("commit");
-  CHECK(commit.size() == 40);
-  CHECK(commit != s.created.at("workspace").at("commit").get<std::string>());
-  CHECK(synced.at("files") == 9);
-  CHECK(strings_of(synced.at("withheld")) == std::set<std::string>{".env", ".env.example"});
-  const json& transfer = synced.at("transfer");
-  CHECK(transfer.at("objects").get<int>() >= 2);  // two blobs, their trees, the commit: only what changed
-  CHECK(transfer.at("objects").get<int>() <= 5);
-  CHECK(transfer.at("packBytes").get<int>() > 0);
-  CHECK(transfer.contains("packMs"));
-  CHECK(transfer.contains("importMs"));
-  CHECK(s.guest("git rev-parse HEAD") == commit + "\n");
-  CHECK(s.guest("cat host.txt config/app.yaml") == "from the host\nname: demo\nport: 8080\n");
-  CHECK(s.guest("cat agent.txt") == "agent\n");
-  CHECK(s.guest("sed -n 3p big.txt") == "line 3 from the agent\n");
+  // One change the review takes, and a name it must refuse (not valid UTF-8).
+  s.guest("echo 'agent notes' >> notes.txt && printf x > \"$(printf 'bad\\377name.txt')\"");
   json list = editor.result("changes/list", id);
-  CHECK(paths_of(list.at("files")) == std::set<std::string>{"agent.txt", "big.txt"});  // the host's edits are the base now
+  INFO(list.dump());
+  CHECK(paths_of(list.at("files")) == std::set<std::string>{"notes.txt"});
+  const json* notes = find_file(list.at("files"), "notes.txt");
+  REQUIRE(notes);
+  CHECK(notes->at("added") == 1);
+  const std::string bad = "bad\\xffname.txt";  // printable: the byte spelled out
+  REQUIRE(list.at("refused").size() == 1);
+  CHECK(list.at("refused")[0].at("path") == bad);
+  const std::string reason = list.at("refused")[0].at("reason");
+  CHECK(has(reason, "UTF-8"));
 
-  // An agent edit where the user edited too: nothing changes in the guest, the file is named.
-  s.guest("echo 'agent notes' >> notes.txt");
-  repo.dir.write("notes.txt", "keep me\nhost line\n");
-  check_failed(editor.error("workspace/sync", id), "wrongState", "notes.txt");
-  CHECK(s.guest("cat notes.txt") == "keep me\nuncommitted edit\nagent notes\n");
-  CHECK(s.guest("git rev-parse HEAD") == commit + "\n");
+  // The notification came before the answer: this sandbox, the workspace, the refused name.
+  auto sent = misbehaved();
+  REQUIRE(sent.size() == 1);
+  const json& params = sent[0];
+  INFO(params.dump());
+  std::set<std::string> keys;
+  for (const auto& [key, value] : params.items()) keys.insert(key);
+  CHECK(keys == std::set<std::string>{"sandboxId", "source", "count", "entries", "message"});
+  CHECK(params.at("sandboxId") == s.id);
+  CHECK(params.at("source") == "workspace");
+  CHECK(params.at("count") == 1);
+  REQUIRE(params.at("entries").size() == 1);
+  CHECK(params.at("entries")[0] == json{{"path", bad}, {"reason", reason}});
+  const std::string message = params.at("message");
+  CHECK(has(message, "listed 1 entry lockroom refused"));
+  CHECK(has(message, bad + ": " + reason));
+  // The manager's own record is kept too.
+  REQUIRE(w.events.misbehaved.size() == recorded + 1);
+  CHECK(w.events.misbehaved.back().first == s.id);
 
-  check_failed(editor.error("workspace/sync", {{"sandboxId", "sb-nope"}}), "notFound", "sb-nope");
-  check_failed(editor.error("changes/list", {{"sandboxId", "sb-nope"}}), "notFound", "sb-nope");
+  // An answer from the last review (refresh: false) is no review: nothing more is sent.
+  json same = editor.result("changes/list", s.params({{"refresh", false}}));
+  CHECK(same.at("refused") == list.at("refused"));
+  CHECK(misbehaved().size() == 1);
+
+  // A new review with no new changes finds the entry again: one notification per review.
+  json again = editor.result("changes/list", id);
+  CHECK(paths_of(again.at("files")) == std::set<std::string>{"notes.txt"});
+  CHECK(again.at("refused") == list.at("refused"));
+  sent = misbehaved();
+  REQUIRE(sent.size() == 2);
+  CHECK(sent[1] == sent[0]);
+
+  // Once the guest removes it, a review has nothing to refuse and the editor hears nothing.
+  s.guest("rm \"$(printf 'bad\\377name.txt')\"");
+  json clean = editor.result("changes/list", id);
+  CHECK(paths_of(clean.at("files")) == std::set<std::string>{"notes.txt"});
+  CHECK(clean.at("refused").empty());
+  CHECK(misbehaved().size() == 2);
+  CHECK(w.events.misbehaved.size() == recorded + 2);
 }
