@@ -156,7 +156,10 @@ std::optional<channel::ManifestEntry> describe_file(int dir, const std::string& 
     } else if (early && (early->bytes || static_cast<std::uint64_t>(st.st_size) > m.captured.room())) {  // else read it for its bytes
       raw = early->raw_id;  // hashed when it was written, untouched since
       cache.store(path, key, raw, early->hashed_at_ns);
-      if (early->bytes && m.captured.on()) m.captured.keep(path, std::move(*early->bytes));
+      if (early->bytes && m.captured.on()) {
+        m.captured.keep(path, std::move(*early->bytes));
+        early->bytes.reset();  // given away: a listing after this one reads the file again for them
+      }
       m.hashed++;
     } else if (auto hit = cache.find(path, key)) {
       raw = *hit;

@@ -17,6 +17,7 @@
 #include "guest/workspace_inline.h"
 #include "guest/workspace_manifest.h"
 #include "guest/workspace_history.h"
+#include "guest/workspace_ignore.h"
 #include "guest/workspace_manifest_delta.h"
 #include "protocol/channel/messages.h"
 
@@ -146,14 +147,21 @@ Outcome WorkspaceService::manifest(const json& params) {
     ws.watch.take_closed();  // written before this manifest: it reads them
   }
   EarlierHashes earlier = ws.eager.take(seen);
-  bool quiet = !seen.structural && !ws.relist && !ws.history.empty();
-  auto built = quiet ? update_manifest(p->path, p->bounds, ws.cache, ws.history.latest(), seen.dirty, capture, &earlier)
-                     : build_manifest(p->path, p->bounds, ws.cache, ws.listing, capture, &earlier);
+  // What the watch saw, when that is only files written, come or gone: applied to the latest.
+  std::optional<std::variant<Manifest, RpcError>> built;
+  if (!seen.relist && !ws.relist && !ws.history.empty()) {
+    const std::string root = p->path;
+    WatchedNames names{seen.dirty, seen.touched, [root](const std::vector<std::string>& paths) { return ignored_paths(root, paths); }};
+    bool relist = false;
+    built = update_manifest(p->path, p->bounds, ws.cache, ws.history.latest(), names, capture, &earlier, &relist);
+    if (relist) built.reset();
+  }
+  if (!built) built = build_manifest(p->path, p->bounds, ws.cache, ws.listing, capture, &earlier);
   // A refused manifest is not remembered, and the files written before it are no longer in the
   // watch's hands: the next one lists everything.
-  ws.relist = std::holds_alternative<RpcError>(built);
-  if (auto* error = std::get_if<RpcError>(&built)) return *error;
-  Manifest& m = std::get<Manifest>(built);
+  ws.relist = std::holds_alternative<RpcError>(*built);
+  if (auto* error = std::get_if<RpcError>(&*built)) return *error;
+  Manifest& m = std::get<Manifest>(*built);
 
   channel::WorkspaceManifestResult result;
   result.manifest = next_manifest_++;

@@ -37,8 +37,9 @@ bool WorkspaceWatch::start(const std::string& root) {
   if (fd_ < 0) return false;
   lost_ = false;
   lost_since_take_ = true;
-  structural_ = true;  // what happened before the watches were in place is unknown
+  structural_ = relist_ = true;  // what happened before the watches were in place is unknown
   dirty_.clear();
+  touched_.clear();
   last_event_.clear();
   closed_.clear();
   add_tree("");
@@ -104,7 +105,7 @@ void WorkspaceWatch::drain() {
       }
       if (git_dirs_.count(ev->wd)) {
         if (ev->mask & IN_IGNORED) git_dirs_.erase(ev->wd);
-        structural_ = true;  // the index, config or an exclude file: what is listed may differ
+        structural_ = relist_ = true;  // the index, config or an exclude file: what is listed may differ
         continue;
       }
       auto it = dirs_.find(ev->wd);
@@ -115,7 +116,7 @@ void WorkspaceWatch::drain() {
         continue;
       }
       if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)) {
-        structural_ = true;
+        structural_ = relist_ = true;
         if (it->second.empty()) lost_ = true;  // the workspace itself
         continue;
       }
@@ -133,10 +134,17 @@ void WorkspaceWatch::drain() {
       if (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) {
         structural_ = true;
         if ((ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)) && name != ".git") add_tree(it->second + name + "/");
+        // A file come or gone is named; a folder, an ignore file or a ".git" (a nested
+        // repository's) changes what git lists around it: only a whole listing can tell.
+        if ((ev->mask & IN_ISDIR) || name == ".gitignore" || name == ".git" || touched_.size() >= max_dirty_) {
+          relist_ = true;
+        } else if (!lost_ && !relist_) {
+          touched_.insert(it->second + name);
+        }
         continue;
       }
       if (name.empty() || (ev->mask & IN_ISDIR)) continue;  // a folder's own mode or times
-      if (name == ".gitignore") structural_ = true;
+      if (name == ".gitignore") structural_ = relist_ = true;
       if (dirty_.size() >= max_dirty_) {
         lost_ = true;  // a full listing costs less than remembering more
         dirty_.clear();
@@ -151,16 +159,19 @@ WorkspaceWatch::Changes WorkspaceWatch::take() {
   drain();
   Changes out;
   out.structural = structural_ || lost_ || fd_ < 0;
+  out.relist = relist_ || lost_ || fd_ < 0;
   out.lost = lost_ || lost_since_take_ || fd_ < 0;
   out.dirty = std::move(dirty_);
+  if (!out.relist) out.touched = std::move(touched_);
   out.last_event = std::move(last_event_);
   dirty_.clear();
+  touched_.clear();
   last_event_.clear();
-  structural_ = false;
+  structural_ = relist_ = false;
   lost_since_take_ = false;
   if (lost_ && fd_ >= 0) {
     start(root_);  // re-armed before the full listing that follows, which covers the gap
-    structural_ = false;
+    structural_ = relist_ = false;
     lost_since_take_ = false;  // from here on nothing is missed
   }
   return out;

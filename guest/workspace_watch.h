@@ -4,9 +4,10 @@
 //
 // Started when a workspace is first checked out. Every folder below the root is watched except
 // `.git` folders, whose own inputs to the listing (.git/index, .git/config, .git/info/) are
-// watched alone. A file written, truncated or chmod'ed is "dirty"; anything that can change
-// which paths a manifest lists — an entry created, deleted or renamed anywhere, a .gitignore
-// edited, git's index, config or info/ touched — is "structural", and so is a lost event: the
+// watched alone. A file written, truncated or chmod'ed is "dirty"; a file created, deleted or
+// renamed is "touched" (the listing may differ by that name alone); anything else that can change
+// which paths a manifest lists — a folder created, deleted or renamed, a .gitignore or a ".git"
+// come, gone or edited, git's index, config or info/ touched — needs a "relist", and so does a lost event: the
 // kernel queue overflowed, a watch could not be added (more than kMaxWatches folders, or the
 // kernel's limit), or the root itself went. take() hands over what changed since the previous
 // take(); after a loss it re-arms every watch first, so what happens during the full listing that
@@ -50,9 +51,11 @@ class WorkspaceWatch {
   void drain();
 
   struct Changes {
-    bool structural = true;        // list every path again (dirty is then incomplete)
+    bool structural = true;        // the paths listed may differ
+    bool relist = true;            // ... in a way only a whole listing tells (dirty and touched are then incomplete)
     bool lost = true;              // events may be missing: last_event does not vouch for anything
     std::set<std::string> dirty;   // workspace-relative paths of files written since
+    std::set<std::string> touched; // ... and of files created, deleted or renamed (from or to), when not relist
     std::unordered_map<std::string, std::uint64_t> last_event;  // path -> number of its latest event since
   };
   // What changed since the previous take() (or start()); the next take() starts from now.
@@ -78,7 +81,9 @@ class WorkspaceWatch {
   bool lost_ = false;
   bool lost_since_take_ = true;
   bool structural_ = false;
+  bool relist_ = false;
   std::set<std::string> dirty_;
+  std::set<std::string> touched_;
   std::uint64_t events_ = 0;
   std::unordered_map<std::string, std::uint64_t> last_event_;
   std::vector<std::string> closed_;

@@ -107,6 +107,8 @@ struct Results {
   std::vector<double> manifest, refresh, compute, list, diff_all, refresh_list, refresh_diff, validate, missing, tree, fetch_rest;
   std::vector<double> first_refresh, step_manifest, step_agent, store_inlined, edit, editor_list, editor_diff, editor_review;
   std::size_t editor_diff_bytes = 0;
+  core::RefreshSteps first_steps;
+  std::vector<double> new_file, new_file_agent;
   std::uint64_t review_files = 0, review_blobs = 0;
   std::int64_t review_inlined = 0, review_exported = 0;
   bool review_partial = false;
@@ -292,8 +294,9 @@ void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int
   params.bounds.max_total_bytes = static_cast<std::int64_t>(limits.max_total_bytes) * 2;
   // The first refresh of a sandbox lists everything and builds the whole result tree.
   auto t_first = Clock::now();
-  b.await<core::ChangeSet>("refresh", [&](auto done) { ws->refresh(*agent, done); });
+  auto first = b.await<core::ChangeSet>("refresh", [&](auto done) { ws->refresh(*agent, done); });
   out.first_refresh.push_back(ms(t_first, Clock::now()));
+  out.first_steps = first.steps;
   for (int i = 0; i < runs; ++i) {
     b.guest(sb, edit_script(hundred, "/* review edit a" + std::to_string(i) + " */"));
     auto t0 = Clock::now();
@@ -343,6 +346,14 @@ void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int
     out.editor_diff.push_back(ms(t5, t6));
     out.editor_review.push_back(ms(t4, t6));
     out.editor_diff_bytes = editor.last_answer_bytes;
+  }
+  // A new file is structural: the agent lists the whole tree again (git decides what is ignored).
+  for (int i = 0; i < 3; ++i) {
+    b.guest(sb, "cd /workspace && echo created > created-" + std::to_string(i) + ".txt");
+    auto t0 = Clock::now();
+    auto set = b.await<core::ChangeSet>("refresh", [&](auto done) { ws->refresh(*agent, done); });
+    out.new_file.push_back(ms(t0, Clock::now()));
+    out.new_file_agent.push_back(set.steps.agent_ms);
   }
 }
 
@@ -401,6 +412,9 @@ void print(const Results& r, const bench::SourceRepo& repo, const std::string& s
   std::printf("\n| review, 100 files changed in the guest | median | min | max |\n|---|---:|---:|---:|\n");
   row("the guest process appending to the 100 files (the agent hashes them meanwhile), not part of the review", r.edit);
   row("first refresh of the sandbox (whole manifest, whole result tree)", r.first_refresh);
+  const auto& f = r.first_steps;
+  std::printf("| &nbsp;&nbsp;its steps: manifest %.1f (agent %.0f), check %.1f, fetch %.1f, result tree %.1f, compute %.1f ms | | | |\n", f.manifest_ms,
+              f.agent_ms, f.check_ms, f.fetch_ms, f.tree_ms, f.compute_ms);
   row("refresh (manifest, fetch, result tree, diff)", r.refresh);
   row("&nbsp;&nbsp;the agent's manifest, received (the changed files' content inline, ids checked)", r.step_manifest);
   row("&nbsp;&nbsp;&nbsp;&nbsp;of which the agent making it (its own clock, whole ms)", r.step_agent);
@@ -413,6 +427,8 @@ void print(const Results& r, const bench::SourceRepo& repo, const std::string& s
   row("**editor: `changes/list` + `changes/diff {refresh: false}`, JSON-RPC text in, answers serialized**", r.editor_review);
   row("&nbsp;&nbsp;`changes/list` (refresh)", r.editor_list);
   row("&nbsp;&nbsp;`changes/diff` of the 100 files, its JSON", r.editor_diff);
+  row("refresh after the guest creates one new file (a whole listing)", r.new_file);
+  row("&nbsp;&nbsp;of which the agent making its manifest", r.new_file_agent);
   row("list()", r.list);
   row("diff_all()", r.diff_all);
   row("refresh + list()", r.refresh_list);

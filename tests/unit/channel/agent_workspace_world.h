@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -137,6 +138,33 @@ inline Result<channel::WorkspaceManifest> manifest_since(AgentHarness& h, World&
   p.path = w.ws.string();
   p.since = since;
   return wait_for<channel::WorkspaceManifest>(h, [&](auto done) { h.client->manifest(p, done); });
+}
+
+// `before` with a partial manifest's records applied.
+inline std::map<std::string, wire::ManifestEntry> patched(const channel::WorkspaceManifest& before, const channel::WorkspaceManifest& partial) {
+  std::map<std::string, wire::ManifestEntry> out;
+  for (const auto& e : before.entries) out[e.path] = e;
+  for (const auto& e : partial.entries) {
+    if (e.mode == wire::kModeRemoved) out.erase(e.path);
+    else out[e.path] = e;
+  }
+  return out;
+}
+
+inline std::map<std::string, wire::ManifestEntry> by_path(const channel::WorkspaceManifest& m) {
+  std::map<std::string, wire::ManifestEntry> out;
+  for (const auto& e : m.entries) out[e.path] = e;
+  return out;
+}
+
+// Same paths with the same modes, ids and sizes.
+inline bool same(const std::map<std::string, wire::ManifestEntry>& a, const std::map<std::string, wire::ManifestEntry>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [path, e] : a) {
+    auto it = b.find(path);
+    if (it == b.end() || it->second.id != e.id || it->second.mode != e.mode || it->second.size != e.size) return false;
+  }
+  return true;
 }
 
 inline void let_clock_pass() { std::this_thread::sleep_for(200ms); }

@@ -235,36 +235,6 @@ TEST_CASE("agent workspace: manifests without git ls-files still list what git w
 
 // ---- partial manifests and the workspace watch
 
-namespace {
-
-// `before` with a partial manifest's records applied.
-std::map<std::string, wire::ManifestEntry> patched(const channel::WorkspaceManifest& before, const channel::WorkspaceManifest& partial) {
-  std::map<std::string, wire::ManifestEntry> out;
-  for (const auto& e : before.entries) out[e.path] = e;
-  for (const auto& e : partial.entries) {
-    if (e.mode == wire::kModeRemoved) out.erase(e.path);
-    else out[e.path] = e;
-  }
-  return out;
-}
-
-std::map<std::string, wire::ManifestEntry> by_path(const channel::WorkspaceManifest& m) {
-  std::map<std::string, wire::ManifestEntry> out;
-  for (const auto& e : m.entries) out[e.path] = e;
-  return out;
-}
-
-bool same(const std::map<std::string, wire::ManifestEntry>& a, const std::map<std::string, wire::ManifestEntry>& b) {
-  if (a.size() != b.size()) return false;
-  for (const auto& [path, e] : a) {
-    auto it = b.find(path);
-    if (it == b.end() || it->second.id != e.id || it->second.mode != e.mode || it->second.size != e.size) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 TEST_CASE("agent workspace: a partial manifest holds only what changed since the manifest the host names", "[channel][e2e][workspace]") {
   World w;
   std::string c1 = seed(w);
