@@ -7,10 +7,10 @@
 
 namespace lockroom::agent {
 
-void EagerHashes::queue(const std::vector<std::string>& paths) {
+void EagerHashes::queue(const std::vector<std::string>& paths, bool keep_bytes) {
   for (const auto& path : paths) {
     if (queue_.size() >= kMaxQueued) return;  // the manifest hashes the rest itself
-    if (queued_.insert(path).second) queue_.push_back(path);
+    if (queued_.insert(path).second) queue_.push_back({path, keep_bytes});
   }
 }
 
@@ -26,7 +26,8 @@ void EagerHashes::work(const std::string& root, std::uint64_t events, std::int64
   const std::int64_t until = monotonic_ns() + budget_ns;
   BlobHasher hasher;
   while (!queue_.empty() && monotonic_ns() < until) {
-    std::string path = std::move(queue_.front());
+    std::string path = std::move(queue_.front().path);
+    const bool with_bytes = queue_.front().keep_bytes;
     queue_.pop_front();
     queued_.erase(path);
     struct stat st{};
@@ -39,7 +40,7 @@ void EagerHashes::work(const std::string& root, std::uint64_t events, std::int64
       kept_ -= old->second.hash.bytes->size();  // replaced below, or dropped
       old->second.hash.bytes.reset();
     }
-    kept.max_bytes = std::min(keep_file_, keep_total_ - std::min(keep_total_, kept_));
+    kept.max_bytes = with_bytes ? std::min(keep_file_, keep_total_ - std::min(keep_total_, kept_)) : 0;
     auto raw = hash_regular(dir, path, hasher, st, kept.max_bytes ? &kept : nullptr);
     if (!raw) {
       done_.erase(path);
@@ -60,6 +61,7 @@ EarlierHashes EagerHashes::take(const WorkspaceWatch::Changes& seen) {
   EarlierHashes out;
   if (!seen.lost)
     for (auto& [path, done] : done_) {
+      if (done.after < seen.watching_since) continue;  // hashed before the watch could see a change
       auto event = seen.last_event.find(path);
       if (event == seen.last_event.end() || event->second <= done.after) out.emplace(path, std::move(done.hash));
     }

@@ -36,7 +36,7 @@ bool WorkspaceWatch::start(const std::string& root) {
   fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd_ < 0) return false;
   lost_ = false;
-  lost_since_take_ = true;
+  watching_since_ = events_;  // what happened before is unknown
   structural_ = relist_ = true;  // what happened before the watches were in place is unknown
   dirty_.clear();
   touched_.clear();
@@ -160,7 +160,8 @@ WorkspaceWatch::Changes WorkspaceWatch::take() {
   Changes out;
   out.structural = structural_ || lost_ || fd_ < 0;
   out.relist = relist_ || lost_ || fd_ < 0;
-  out.lost = lost_ || lost_since_take_ || fd_ < 0;
+  out.lost = lost_ || fd_ < 0;
+  out.watching_since = watching_since_;
   out.dirty = std::move(dirty_);
   if (!out.relist) out.touched = std::move(touched_);
   out.last_event = std::move(last_event_);
@@ -168,11 +169,9 @@ WorkspaceWatch::Changes WorkspaceWatch::take() {
   touched_.clear();
   last_event_.clear();
   structural_ = relist_ = false;
-  lost_since_take_ = false;
   if (lost_ && fd_ >= 0) {
     start(root_);  // re-armed before the full listing that follows, which covers the gap
     structural_ = relist_ = false;
-    lost_since_take_ = false;  // from here on nothing is missed
   }
   return out;
 }

@@ -17,7 +17,8 @@
 //
 // Every event on a name is numbered (events()), and take() tells each path's latest number: a
 // file hashed when events() was N is unchanged since if no event on it is numbered above N (how
-// the agent trusts ids it computed early, workspace_eager_hash.h). take_closed() hands over the
+// the agent trusts ids it computed early, workspace_eager_hash.h), as long as nothing was lost and
+// the hash began after the watches were armed. take_closed() hands over the
 // files closed after a write since the last call, the ones worth hashing early. Loop thread only.
 #pragma once
 
@@ -53,7 +54,8 @@ class WorkspaceWatch {
   struct Changes {
     bool structural = true;        // the paths listed may differ
     bool relist = true;            // ... in a way only a whole listing tells (dirty and touched are then incomplete)
-    bool lost = true;              // events may be missing: last_event does not vouch for anything
+    bool lost = true;              // events were lost since the previous take(): last_event vouches for nothing
+    std::uint64_t watching_since = 0;  // the event number when the watches were (re)armed: before it nothing is known
     std::set<std::string> dirty;   // workspace-relative paths of files written since
     std::set<std::string> touched; // ... and of files created, deleted or renamed (from or to), when not relist
     std::unordered_map<std::string, std::uint64_t> last_event;  // path -> number of its latest event since
@@ -79,7 +81,7 @@ class WorkspaceWatch {
   std::unordered_map<int, std::string> dirs_;  // watch descriptor -> folder, "" or ending in '/'
   std::unordered_map<int, bool> git_dirs_;     // watch descriptors on .git folders (any event is structural)
   bool lost_ = false;
-  bool lost_since_take_ = true;
+  std::uint64_t watching_since_ = 0;
   bool structural_ = false;
   bool relist_ = false;
   std::set<std::string> dirty_;

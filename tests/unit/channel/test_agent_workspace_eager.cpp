@@ -28,7 +28,9 @@ TEST_CASE("agent workspace: an early hash is used only while nothing touched its
   write(root / "a.txt", "one\n");
   agent::WorkspaceWatch watch(4);
   REQUIRE(watch.start(root.string()));
-  CHECK(watch.take().lost);  // what happened before it started is unknown
+  auto first = watch.take();
+  CHECK_FALSE(first.lost);
+  CHECK(first.watching_since == watch.events());  // what happened before it started is unknown
   agent::EagerHashes eager;
   eager.keep_bytes(1 << 20, 8 << 20);
 
@@ -74,6 +76,18 @@ TEST_CASE("agent workspace: an early hash is used only while nothing touched its
   CHECK_FALSE(bounded["a.txt"].bytes);
   CHECK(hex(bounded["a.txt"].raw_id) == agent::blob_id("four\n"));
   CHECK(bounded["b.txt"].bytes == std::optional<std::string>("abc\n"));
+
+  // A hash that began before the watches were (re)armed vouches for nothing; one after does.
+  for (std::uint64_t after : {std::uint64_t{3}, std::uint64_t{5}}) {
+    eager.queue({"a.txt"}, false);
+    eager.work(root.string(), after, 1'000'000'000);
+    agent::WorkspaceWatch::Changes rearmed;
+    rearmed.lost = false;
+    rearmed.watching_since = 5;
+    auto kept = eager.take(rearmed);
+    CHECK(kept.count("a.txt") == (after >= 5 ? 1u : 0u));
+    if (kept.count("a.txt")) CHECK_FALSE(kept["a.txt"].bytes);  // queued without its bytes
+  }
 }
 
 TEST_CASE("agent workspace: manifests after early hashing report what is on disk", "[channel][e2e][workspace]") {
