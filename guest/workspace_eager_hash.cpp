@@ -7,10 +7,10 @@
 
 namespace lockroom::agent {
 
-void EagerHashes::queue(const std::vector<std::string>& paths, bool keep_bytes) {
+void EagerHashes::queue(const std::vector<std::string>& paths) {
   for (const auto& path : paths) {
     if (queue_.size() >= kMaxQueued) return;  // the manifest hashes the rest itself
-    if (queued_.insert(path).second) queue_.push_back({path, keep_bytes});
+    if (queued_.insert(path).second) queue_.push_back(path);
   }
 }
 
@@ -26,8 +26,7 @@ void EagerHashes::work(const std::string& root, std::uint64_t events, std::int64
   const std::int64_t until = monotonic_ns() + budget_ns;
   BlobHasher hasher;
   while (!queue_.empty() && monotonic_ns() < until) {
-    std::string path = std::move(queue_.front().path);
-    const bool with_bytes = queue_.front().keep_bytes;
+    std::string path = std::move(queue_.front());
     queue_.pop_front();
     queued_.erase(path);
     struct stat st{};
@@ -40,7 +39,7 @@ void EagerHashes::work(const std::string& root, std::uint64_t events, std::int64
       kept_ -= old->second.hash.bytes->size();  // replaced below, or dropped
       old->second.hash.bytes.reset();
     }
-    kept.max_bytes = with_bytes ? std::min(keep_file_, keep_total_ - std::min(keep_total_, kept_)) : 0;
+    kept.max_bytes = std::min(keep_file_, keep_total_ - std::min(keep_total_, kept_));
     auto raw = hash_regular(dir, path, hasher, st, kept.max_bytes ? &kept : nullptr);
     if (!raw) {
       done_.erase(path);

@@ -8,9 +8,7 @@
 // were lost), and the manifest still compares the file's stat with the one hashed. Only files up
 // to kMaxFileBytes are hashed early, a slice of the loop's time at a time; their bytes are kept
 // within the bounds the host last asked inline content for (1 MiB a file, 8 MiB in all until it
-// asks). After a first checkout the files git's index cannot vouch for (written in the same
-// moment as the index: "racily clean") are queued too, without their bytes, so the first review
-// does not hash them. Loop thread only.
+// asks). Loop thread only.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +27,8 @@ class EagerHashes {
   static constexpr std::int64_t kMaxFileBytes = std::int64_t{1} << 20;
   static constexpr std::size_t kMaxQueued = WorkspaceWatch::kMaxClosed;
 
-  // Files to hash (workspace-relative), their bytes kept for inline content or not; one already
-  // queued is not queued twice.
-  void queue(const std::vector<std::string>& paths, bool keep_bytes = true);
+  // Files to hash (workspace-relative); one already queued is not queued twice.
+  void queue(const std::vector<std::string>& paths);
   bool pending() const { return !queue_.empty(); }
 
   // Hashes queued files of `root` until about `budget_ns` have passed. `events`: the watch's
@@ -53,11 +50,7 @@ class EagerHashes {
     EarlierHash hash;
     std::uint64_t after = 0;  // the watch's event count when the hash began
   };
-  struct Queued {
-    std::string path;
-    bool keep_bytes = true;
-  };
-  std::deque<Queued> queue_;
+  std::deque<std::string> queue_;
   std::unordered_set<std::string> queued_;
   std::unordered_map<std::string, Done> done_;
   // Until a manifest asks otherwise: the host's usual inline bounds.

@@ -14,7 +14,6 @@
 #include "guest/workspace_fast_sync.h"
 #include "guest/workspace_git.h"
 #include "guest/workspace_index.h"
-#include "guest/workspace_index_file.h"
 #include "guest/workspace_inline.h"
 #include "guest/workspace_manifest.h"
 #include "guest/workspace_history.h"
@@ -57,21 +56,6 @@ void write_exclude(const std::string& root, const std::string& text) {
     log_debug("workspace.checkout: cannot write " + file + ": " + std::strerror(errno));
     ::unlink(temp.c_str());
   }
-}
-
-// The files of a checkout whose ids git's index cannot vouch for: written in the same moment as
-// the index (git's "racily clean"), or smudged by git for that reason (size 0). A manifest would
-// hash them; the agent does it early instead, while the loop is idle.
-std::vector<std::string> racily_clean(const std::string& root) {
-  std::vector<std::string> paths;
-  auto index = read_index_file(root + "/.git/index");
-  if (!index) return paths;
-  for (const auto& e : index->entries()) {
-    if (e.mode != 0100644 && e.mode != 0100755) continue;
-    std::int64_t mtime_ns = std::int64_t{e.mtime_s} * 1'000'000'000 + e.mtime_ns;
-    if (e.size == 0 || mtime_ns + StatCache::kRacyMarginNs >= index->written_ns()) paths.push_back(e.path);
-  }
-  return paths;
 }
 
 }  // namespace
@@ -136,13 +120,11 @@ Outcome WorkspaceService::checkout(const json& params) {
   if (p->exclude && !std::holds_alternative<RpcError>(out)) write_exclude(p->path, *p->exclude);
   // Watched from the first checkout on (a sync's writes are then seen like any other). What the
   // checkout wrote is the host's: not worth hashing early.
-  const bool first = !ws.watch.running();
-  if (!std::holds_alternative<RpcError>(out) && first && !ws.watch.start(p->path))
+  if (!std::holds_alternative<RpcError>(out) && !ws.watch.running() && !ws.watch.start(p->path))
     log_debug("workspace.checkout: no inotify for " + p->path + ": every manifest lists every file");
   ws.watch.drain();
   ws.watch.take_closed();
   ws.eager.clear();
-  if (first && ws.watch.running() && !std::holds_alternative<RpcError>(out)) ws.eager.queue(racily_clean(p->path), false);
   return out;
 }
 

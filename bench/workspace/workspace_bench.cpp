@@ -347,7 +347,7 @@ void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int
     out.editor_review.push_back(ms(t4, t6));
     out.editor_diff_bytes = editor.last_answer_bytes;
   }
-  // A new file is structural: the agent lists the whole tree again (git decides what is ignored).
+  // A new file changes what is listed: the watch names it, one `git check-ignore` decides.
   for (int i = 0; i < 3; ++i) {
     b.guest(sb, "cd /workspace && echo created > created-" + std::to_string(i) + ".txt");
     auto t0 = Clock::now();
@@ -427,7 +427,7 @@ void print(const Results& r, const bench::SourceRepo& repo, const std::string& s
   row("**editor: `changes/list` + `changes/diff {refresh: false}`, JSON-RPC text in, answers serialized**", r.editor_review);
   row("&nbsp;&nbsp;`changes/list` (refresh)", r.editor_list);
   row("&nbsp;&nbsp;`changes/diff` of the 100 files, its JSON", r.editor_diff);
-  row("refresh after the guest creates one new file (a whole listing)", r.new_file);
+  row("refresh after the guest creates one new file (git asked whether it is ignored)", r.new_file);
   row("&nbsp;&nbsp;of which the agent making its manifest", r.new_file_agent);
   row("list()", r.list);
   row("diff_all()", r.diff_all);
