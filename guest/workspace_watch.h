@@ -5,21 +5,21 @@
 // Started when a workspace is first checked out. Every folder below the root is watched except
 // `.git` folders, whose own inputs to the listing (.git/index, .git/config, .git/info/) are
 // watched alone. A file written, truncated or chmod'ed is "dirty"; a file created, deleted or
-// renamed is "touched" (the listing may differ by that name alone); anything else that can change
-// which paths a manifest lists — a folder created, deleted or renamed, a .gitignore or a ".git"
-// come, gone or edited, git's index, config or info/ touched — needs a "relist", and so does a lost event: the
-// kernel queue overflowed, a watch could not be added (more than kMaxWatches folders, or the
-// kernel's limit), or the root itself went. take() hands over what changed since the previous
-// take(); after a loss it re-arms every watch first, so what happens during the full listing that
-// follows is seen by the next one. More than kMaxDirty written files count as a loss too. drain()
-// reads pending events; the agent's poll loop calls it whenever the descriptor is readable, so the
-// kernel's queue rarely fills.
+// renamed is "touched" (the listing may differ by that name alone); anything else that can
+// change which paths a manifest lists — a folder created, deleted or renamed, a .gitignore or a
+// ".git" come, gone or edited, git's index, config or info/ touched — needs a "relist", and so
+// does a lost event: the kernel queue overflowed, a watch could not be added (more than
+// kMaxWatches folders, or the kernel's limit), or the root itself went. take() hands over what
+// changed since the previous take(); after a loss it re-arms every watch first, so what happens
+// during the full listing that follows is seen by the next one. More than kMaxDirty written
+// files count as a loss too. drain() reads pending events; the agent's poll loop calls it
+// whenever the descriptor is readable, so the kernel's queue rarely fills.
 //
 // Every event on a name is numbered (events()), and take() tells each path's latest number: a
 // file hashed when events() was N is unchanged since if no event on it is numbered above N (how
-// the agent trusts ids it computed early, workspace_eager_hash.h), as long as nothing was lost and
-// the hash began after the watches were armed. take_closed() hands over the
-// files closed after a write since the last call, the ones worth hashing early. Loop thread only.
+// the agent trusts ids it computed early, workspace_eager_hash.h), as long as nothing was lost
+// and the hash began after the watches were armed. take_closed() hands over the files closed
+// after a write since the last call, the ones worth hashing early. Loop thread only.
 #pragma once
 
 #include <cstddef>
