@@ -1,5 +1,6 @@
 // The file.* methods and streamed transfers; see file_service.h.
 #include "guest/file_service.h"
+#include "guest/write_all.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -52,16 +53,6 @@ std::optional<RpcError> make_parents(const std::string& path) {
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return errno_error(errno, "file.write: creating " + dir);
   }
   return std::nullopt;
-}
-
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "guest/write_all.h"
+
 namespace lockroom::agent {
 
 namespace {
@@ -32,17 +34,11 @@ int write_replace(const std::string& path, const std::string& content) {
   std::string temp = path + ".tmp";
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return errno;
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno ? errno : EIO;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      return err;
-    }
-    done += static_cast<std::size_t>(n);
+  if (!write_all(fd, content)) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return err;
   }
   if (::fchmod(fd, 0644) != 0 || ::close(fd) != 0 || ::rename(temp.c_str(), path.c_str()) != 0) {
     int err = errno;

@@ -64,23 +64,12 @@ struct Steps {
     auto r = run(args);
     return r && r->ok() && !r->out_truncated ? split_z(r->out) : std::vector<std::string>{};
   }
-  // A git run fed `input` on stdin (through a short-lived file in .git).
-  std::optional<GitRun> run_input(const std::vector<std::string>& args, const std::string& input) {
+  // A git run fed `input` on stdin.
+  std::optional<GitRun> run_input(const std::vector<std::string>& args, std::string input) {
     if (error) return std::nullopt;
-    std::string list = root + "/.git/lockroom-input-" + std::to_string(::getpid());
-    int fd = ::open(list.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    bool written = fd >= 0 && ::write(fd, input.data(), input.size()) == static_cast<ssize_t>(input.size());
-    int write_errno = errno;
-    if (fd >= 0) ::close(fd);
-    if (!written) {
-      error = make_rpc_error(agent_error::kIoError, what + ": cannot write " + list + ": " + std::strerror(write_errno));
-      ::unlink(list.c_str());
-      return std::nullopt;
-    }
     GitOptions options;
-    options.stdin_path = list;
+    options.stdin_data = std::move(input);
     auto r = run_git(root, args, options);
-    ::unlink(list.c_str());
     if (!r) {
       error = make_rpc_error(agent_error::kIoError, what + ": " + r.error().message);
       return std::nullopt;

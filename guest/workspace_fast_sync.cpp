@@ -15,6 +15,7 @@
 #include "guest/workspace_index.h"
 #include "guest/workspace_index_file.h"
 #include "guest/workspace_objects.h"
+#include "guest/write_all.h"
 
 namespace lockroom::agent {
 
@@ -181,14 +182,8 @@ bool write_entry(int dir, const std::string& path, std::uint32_t mode, const std
   } else {
     int fd = ::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode == channel::kModeExecutable ? 0777 : 0666);
     if (fd < 0) return false;
-    std::size_t done = 0;
-    while (done < content.size()) {
-      ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    bool ok = ::close(fd) == 0 && done == content.size();
+    bool written = write_all(fd, content);
+    bool ok = ::close(fd) == 0 && written;
     if (!ok) {
       ::unlinkat(dir, temp.c_str(), 0);
       return false;
@@ -241,13 +236,7 @@ class IndexLock {
   }
   bool held() const { return fd_ >= 0; }
   bool commit(const std::string& bytes) {
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      done += static_cast<std::size_t>(n);
-    }
+    if (!write_all(fd_, bytes)) return false;
     if (::close(fd_) != 0) {
       fd_ = -1;
       ::unlink(lock_.c_str());

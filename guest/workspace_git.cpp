@@ -81,8 +81,9 @@ std::string GitRun::problem() const {
 }
 
 Result<GitRun> run_git(const std::string& dir, const std::vector<std::string>& args, const GitOptions& options) {
-  Fds out, err;
-  if (::pipe2(out.fd, O_CLOEXEC) != 0 || ::pipe2(err.fd, O_CLOEXEC) != 0)
+  Fds out, err, in;
+  const bool feed = options.stdin_path.empty() && options.stdin_data;
+  if (::pipe2(out.fd, O_CLOEXEC) != 0 || ::pipe2(err.fd, O_CLOEXEC) != 0 || (feed && ::pipe2(in.fd, O_CLOEXEC) != 0))
     return make_error(ErrorCode::kUnavailable, std::string("cannot make pipes for git: ") + std::strerror(errno));
   std::string input = options.stdin_path.empty() ? "/dev/null" : options.stdin_path;
 
@@ -98,7 +99,11 @@ Result<GitRun> run_git(const std::string& dir, const std::vector<std::string>& a
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, input.c_str(), O_RDONLY, 0);
+  if (feed) {
+    posix_spawn_file_actions_adddup2(&actions, in.fd[0], 0);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 0, input.c_str(), O_RDONLY, 0);
+  }
   posix_spawn_file_actions_adddup2(&actions, out.fd[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err.fd[1], 2);
   posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
@@ -122,6 +127,18 @@ Result<GitRun> run_git(const std::string& dir, const std::vector<std::string>& a
   ::close(out.fd[1]);
   ::close(err.fd[1]);
   out.fd[1] = err.fd[1] = -1;
+  // The input goes in as git takes it, between reads of its output (neither side can block).
+  std::string_view to_feed;
+  if (feed) {
+    ::close(in.fd[0]);
+    in.fd[0] = -1;
+    ::fcntl(in.fd[1], F_SETFL, O_NONBLOCK);
+    to_feed = *options.stdin_data;
+    if (to_feed.empty()) {
+      ::close(in.fd[1]);
+      in.fd[1] = -1;
+    }
+  }
 
   GitRun run;
   auto deadline = std::chrono::steady_clock::now() + options.deadline;
@@ -134,9 +151,17 @@ Result<GitRun> run_git(const std::string& dir, const std::vector<std::string>& a
       ::kill(pid, SIGKILL);
       break;
     }
-    pollfd fds[2] = {{out_open ? out.fd[0] : -1, POLLIN, 0}, {err_open ? err.fd[0] : -1, POLLIN, 0}};
-    int n = ::poll(fds, 2, static_cast<int>(std::min<long long>(left, 1000)));
+    pollfd fds[3] = {{out_open ? out.fd[0] : -1, POLLIN, 0}, {err_open ? err.fd[0] : -1, POLLIN, 0}, {in.fd[1], POLLOUT, 0}};
+    int n = ::poll(fds, 3, static_cast<int>(std::min<long long>(left, 1000)));
     if (n < 0 && errno != EINTR) break;
+    if (n > 0 && fds[2].revents) {
+      ssize_t put = (fds[2].revents & POLLOUT) ? ::write(in.fd[1], to_feed.data(), to_feed.size()) : -1;
+      if (put > 0) to_feed.remove_prefix(static_cast<std::size_t>(put));
+      if (to_feed.empty() || (put < 0 && errno != EAGAIN && errno != EINTR)) {  // all in, or git stopped reading
+        ::close(in.fd[1]);
+        in.fd[1] = -1;
+      }
+    }
     for (int i = 0; n > 0 && i < 2; ++i) {
       if (!fds[i].revents) continue;
       ssize_t got = ::read(fds[i].fd, buf, sizeof buf);

@@ -1,7 +1,8 @@
 // Running the guest's `git` for the workspace methods: one command at a time, to completion.
 //
-// run_git() spawns git (found on PATH, then /usr/bin/git) in a directory with stdin from a file
-// or /dev/null, collects stdout and stderr up to a bound each, and kills it after a deadline.
+// run_git() spawns git (found on PATH, then /usr/bin/git) in a directory with stdin from a file,
+// from bytes in memory (fed through a pipe while git runs) or /dev/null, collects stdout and
+// stderr up to a bound each, and kills it after a deadline.
 // Every run gets the same environment on top of the agent's: LC_ALL=C (messages are parsed),
 // no pager, no prompts, no optional locks (a manifest never takes the index lock an agent's own
 // git may want), and `-c safe.directory=*` (the workspace may be owned by another user).
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +32,8 @@ struct GitRun {
 };
 
 struct GitOptions {
-  std::string stdin_path;  // empty: /dev/null
+  std::string stdin_path;  // empty: stdin_data, else /dev/null
+  std::optional<std::string> stdin_data;
   std::size_t max_out = 1u << 20;
   std::chrono::milliseconds deadline{120000};
 };

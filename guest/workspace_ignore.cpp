@@ -1,11 +1,6 @@
 // ignored_paths; see workspace_ignore.h.
 #include "guest/workspace_ignore.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <optional>
 
 #include "guest/workspace_git.h"
@@ -33,38 +28,17 @@ std::optional<std::set<std::string>> parse_check_ignore(const std::string& out) 
 
 Result<std::set<std::string>> ignored_paths(const std::string& root, const std::vector<std::string>& paths) {
   if (paths.empty()) return std::set<std::string>{};
-  // The paths go in through a file outside the workspace (inside .git the watch would see it).
-  char name[] = "/tmp/lockroom-check-ignore-XXXXXX";
-  int fd = ::mkstemp(name);
-  if (fd < 0) return make_error(ErrorCode::kUnavailable, std::string("cannot make a temporary file for git check-ignore: ") + std::strerror(errno));
-  std::string input;
-  for (const auto& p : paths) input.append(p).push_back('\0');
-  std::size_t done = 0;
-  while (done < input.size()) {
-    ssize_t n = ::write(fd, input.data() + done, input.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  Result<std::set<std::string>> out = make_error(ErrorCode::kUnavailable, "cannot write the paths for git check-ignore");
-  if (done == input.size()) {
-    GitOptions options;
-    options.stdin_path = name;
-    options.max_out = input.size() * 2 + (1u << 20);  // each path once, with its source and pattern
-    auto ran = run_git(root, {"check-ignore", "--stdin", "-z", "-v", "-n"}, options);
-    if (!ran) {
-      out = ran.error();
-    } else if (ran->exit_code != 0 && ran->exit_code != 1) {  // 1: none ignored
-      out = make_error(ErrorCode::kUnavailable, "git check-ignore failed: " + ran->problem());
-    } else if (auto parsed = parse_check_ignore(ran->out); !parsed || ran->out_truncated) {
-      out = make_error(ErrorCode::kUnavailable, "git check-ignore answered in a shape this agent does not read");
-    } else {
-      out = std::move(*parsed);
-    }
-  }
-  ::unlink(name);
-  return out;
+  GitOptions options;
+  options.stdin_data.emplace();
+  for (const auto& p : paths) options.stdin_data->append(p).push_back('\0');
+  options.max_out = options.stdin_data->size() * 2 + (1u << 20);  // each path once, with its source and pattern
+  auto ran = run_git(root, {"check-ignore", "--stdin", "-z", "-v", "-n"}, options);
+  if (!ran) return ran.error();
+  if (ran->exit_code != 0 && ran->exit_code != 1)  // 1: none ignored
+    return make_error(ErrorCode::kUnavailable, "git check-ignore failed: " + ran->problem());
+  auto parsed = parse_check_ignore(ran->out);
+  if (!parsed || ran->out_truncated) return make_error(ErrorCode::kUnavailable, "git check-ignore answered in a shape this agent does not read");
+  return std::move(*parsed);
 }
 
 }  // namespace lockroom::agent

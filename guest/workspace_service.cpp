@@ -19,6 +19,7 @@
 #include "guest/workspace_history.h"
 #include "guest/workspace_ignore.h"
 #include "guest/workspace_manifest_delta.h"
+#include "guest/write_all.h"
 #include "protocol/channel/messages.h"
 
 namespace lockroom::agent {
@@ -44,15 +45,9 @@ void write_exclude(const std::string& root, const std::string& text) {
   if (::mkdir(info.c_str(), 0755) != 0 && errno != EEXIST) return log_debug("workspace.checkout: cannot make " + info + ": " + std::strerror(errno));
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return log_debug("workspace.checkout: cannot write " + temp + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
+  bool written = write_all(fd, text);
   ::close(fd);
-  if (done != text.size() || ::rename(temp.c_str(), file.c_str()) != 0) {
+  if (!written || ::rename(temp.c_str(), file.c_str()) != 0) {
     log_debug("workspace.checkout: cannot write " + file + ": " + std::strerror(errno));
     ::unlink(temp.c_str());
   }
@@ -151,7 +146,11 @@ Outcome WorkspaceService::manifest(const json& params) {
   std::optional<std::variant<Manifest, RpcError>> built;
   if (!seen.relist && !ws.relist && !ws.history.empty()) {
     const std::string root = p->path;
-    WatchedNames names{seen.dirty, seen.touched, [root](const std::vector<std::string>& paths) { return ignored_paths(root, paths); }};
+    WatchedNames names{seen.dirty, seen.touched, [root](const std::vector<std::string>& paths) {
+                         auto ignored = ignored_paths(root, paths);
+                         if (!ignored) log_debug("workspace.manifest: " + root + ": " + ignored.error().message + "; listing every file instead");
+                         return ignored;
+                       }};
     bool relist = false;
     built = update_manifest(p->path, p->bounds, ws.cache, ws.history.latest(), names, capture, &earlier, &relist);
     if (relist) built.reset();
