@@ -21,29 +21,6 @@ namespace channel = protocol::channel;
 
 namespace {
 
-// Whether every parent folder of `path` is a real directory (not a symlink to somewhere else).
-class ParentCheck {
- public:
-  explicit ParentCheck(int root) : root_(root) {}
-  bool ok(const std::string& path) {
-    for (std::size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
-      std::string dir = path.substr(0, slash);
-      auto it = known_.find(dir);
-      if (it == known_.end()) {
-        struct stat st{};
-        bool is_dir = ::fstatat(root_, dir.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
-        it = known_.emplace(dir, is_dir).first;
-      }
-      if (!it->second) return false;
-    }
-    return true;
-  }
-
- private:
-  int root_;
-  std::unordered_map<std::string, bool> known_;
-};
-
 std::string mib(std::int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
@@ -75,6 +52,21 @@ std::optional<std::string> read_once(int root, const std::string& path, std::int
 }
 
 }  // namespace
+
+bool FolderCheck::all_pass(const std::string& path) {
+  for (std::size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    std::string dir = path.substr(0, slash);
+    auto it = known_.find(dir);
+    if (it == known_.end()) it = known_.emplace(dir, test_(root_, dir)).first;
+    if (!it->second) return false;
+  }
+  return true;
+}
+
+bool is_real_folder(int root, const std::string& dir) {
+  struct stat st{};
+  return ::fstatat(root, dir.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
 
 ContentCapture::ContentCapture(const channel::InlineBounds& bounds)
     : on_(true), max_file_bytes_(static_cast<std::uint64_t>(bounds.max_file_bytes)), max_total_bytes_(static_cast<std::uint64_t>(bounds.max_total_bytes)) {}
@@ -232,7 +224,7 @@ std::variant<Manifest, RpcError> build_manifest(const std::string& root, const c
   Manifest m;
   if (capture) m.captured = ContentCapture(*capture);
   m.listed_by_git = listing.last_from_git();
-  ParentCheck parents(dir);
+  FolderCheck parents(dir, is_real_folder);  // not below a symlink to somewhere else
   BlobHasher hasher;
   KnownIds known{cache, index ? &*index : nullptr, earlier};
   std::vector<std::pair<std::int64_t, std::string>> sizes;
@@ -240,7 +232,7 @@ std::variant<Manifest, RpcError> build_manifest(const std::string& root, const c
     struct stat st{};
     // A path the host would refuse (a ".GIT" folder the agent made, say) is left out rather than
     // sent: the host treats it as a lie.
-    if (path.back() == '/' || !channel::workspace_path_problem(path).empty() || !parents.ok(path) || ::fstatat(dir, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+    if (path.back() == '/' || !channel::workspace_path_problem(path).empty() || !parents.all_pass(path) || ::fstatat(dir, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
         !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
       m.skipped++;
       continue;

@@ -50,6 +50,23 @@ class ContentCapture {
   std::unordered_map<std::string, std::string> contents_;
 };
 
+// Whether every folder above a path (relative to the open folder `root`) passes `test`; each
+// folder is tested once per check.
+class FolderCheck {
+ public:
+  using Test = bool (*)(int root, const std::string& folder);
+  FolderCheck(int root, Test test) : root_(root), test_(test) {}
+  bool all_pass(const std::string& path);
+
+ private:
+  int root_;
+  Test test_;
+  std::unordered_map<std::string, bool> known_;
+};
+
+// A real directory, not a symlink to one (nor anything else).
+bool is_real_folder(int root, const std::string& folder);
+
 struct Manifest {
   std::vector<protocol::channel::ManifestEntry> entries;  // sorted by path bytes
   ContentCapture captured;                                 // off unless the caller asked for it

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <map>
 
 #include "guest/workspace_history.h"
 
@@ -17,28 +16,12 @@ namespace channel = protocol::channel;
 
 namespace {
 
-// Whether `path` lies in a folder holding ".git" (a nested repository, whose files git lists as
-// one folder entry). Remembers the folders it looked at.
-class NestedRepoCheck {
- public:
-  explicit NestedRepoCheck(int root) : root_(root) {}
-  bool inside(const std::string& path) {
-    for (std::size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
-      std::string dir = path.substr(0, slash);
-      auto it = known_.find(dir);
-      if (it == known_.end()) {
-        struct stat st{};
-        it = known_.emplace(dir, ::fstatat(root_, (dir + "/.git").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0).first;
-      }
-      if (it->second) return true;
-    }
-    return false;
-  }
-
- private:
-  int root_;
-  std::map<std::string, bool> known_;
-};
+// A folder that is not a repository of its own (no ".git" in it): git lists a nested
+// repository as one folder entry, and does not look inside.
+bool not_a_repository(int root, const std::string& folder) {
+  struct stat st{};
+  return ::fstatat(root, (folder + "/.git").c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0;
+}
 
 const channel::ManifestEntry* listed(const std::vector<channel::ManifestEntry>& entries, const std::string& path) {
   auto it = std::lower_bound(entries.begin(), entries.end(), path, [](const channel::ManifestEntry& e, const std::string& p) { return e.path < p; });
@@ -69,7 +52,7 @@ std::variant<Manifest, RpcError> update_manifest(const std::string& root, const 
   std::set<std::string> looked_at = names.dirty;
   looked_at.insert(names.touched.begin(), names.touched.end());
   std::vector<std::string> maybe_new;  // come since, not listed before: listed unless git ignores them
-  NestedRepoCheck nested(dir);
+  FolderCheck outside_nested(dir, not_a_repository);
   for (const auto& path : looked_at) {
     const channel::ManifestEntry* old = listed(previous, path);
     struct stat st{};
@@ -77,7 +60,7 @@ std::variant<Manifest, RpcError> update_manifest(const std::string& root, const 
     if (!old) {
       // Written but not listed: ignored, and still so (the rules did not change). Come: asked.
       if (is_file && names.touched.count(path) && channel::workspace_path_problem(path).empty()) {
-        if (nested.inside(path)) {
+        if (!outside_nested.all_pass(path)) {
           ::close(dir);
           *relist = true;  // git lists a nested repository as one folder: only a listing tells
           return m;
