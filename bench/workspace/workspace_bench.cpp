@@ -37,13 +37,11 @@
 #include <uv.h>
 
 #include "bench/common/bench_stats.h"
+#include "bench/workspace/editor_requests.h"
 #include "bench/workspace/sandbox_driver.h"
 #include "bench/workspace/source_tree.h"
-#include "server/api/workspace_methods.h"
 #include "server/common/paths.h"
 #include "server/core/sandbox_manager.h"
-#include "server/rpc/dispatcher.h"
-#include "server/rpc/uv_scheduler.h"
 #include "server/vm/accel.h"
 #include "server/workspace/review/blob_store.h"
 #include "server/workspace/snapshot/snapshot_store.h"
@@ -251,39 +249,12 @@ void incremental_sync(Driver& b, const bench::SourceRepo& repo, const std::strin
   }
 }
 
-// The editor's side of the review methods without the pipes: requests as JSON-RPC text into the
-// server's own dispatcher, with changes/* bound as `lockroom serve` binds them; ask() runs the
-// loop until the serialized answer is out.
-class EditorRequests {
- public:
-  explicit EditorRequests(Driver& b)
-      : b_(b), scheduler_(&b.loop), dispatcher_([this](std::string message) { answer_ = std::move(message); }, scheduler_) {
-    api::bind_changes_methods(dispatcher_, *b.manager);
-  }
-  ~EditorRequests() { scheduler_.cancel_all(); }
-  json ask(const std::string& method, const json& params) {
-    answer_.reset();
-    dispatcher_.handle_message(json{{"jsonrpc", "2.0"}, {"id", next_id_++}, {"method", method}, {"params", params}}.dump());
-    b_.run_until([&] { return answer_.has_value(); });
-    last_answer_bytes = answer_->size();
-    return json::parse(*answer_);
-  }
-  std::size_t last_answer_bytes = 0;
-
- private:
-  Driver& b_;
-  rpc::UvScheduler scheduler_;
-  rpc::Dispatcher dispatcher_;
-  std::optional<std::string> answer_;
-  int next_id_ = 1;
-};
-
 // 3. Review: a guest process changes 100 files; refresh (after the first: a partial manifest,
 // the view patched, the changed folders of the result tree rewritten) + list() + diff_all(), with
 // the refresh's own step times. Per run also a whole manifest (no `since`: every record sent).
 void review(Driver& b, const bench::SourceRepo& repo, const std::string& sb, int runs, Results& out) {
   std::cerr << "review of 100 changed files x" << runs << "...\n";
-  EditorRequests editor(b);
+  bench::EditorRequests editor(b);
   auto [ws, agent] = b.workspace(sb);
   auto hundred = bench::spread(repo.files(), 100);
   channel::wire::WorkspaceManifestParams params;  // as SandboxWorkspace::refresh asks, without `since`

@@ -41,24 +41,14 @@ class Editor {
   using json = protocol::json;
 
   explicit Editor(World& w) : w_(w) {
-    int server_in[2], server_out[2];
-    REQUIRE(pipe2(server_in, O_CLOEXEC) == 0);
-    REQUIRE(pipe2(server_out, O_CLOEXEC) == 0);
-    to_server_ = server_in[1];
-    rpc::ConnectionOptions options;
-    options.in_fd = server_in[0];
-    options.out_fd = server_out[1];
-    connection_ = std::make_unique<rpc::Connection>(&w.loop, options);
+    EditorPipes pipes = open_editor_pipes(&w.loop, this, on_alloc, on_read);
+    to_server_ = pipes.to_server;
+    from_server_ = pipes.from_server;
+    connection_ = std::move(pipes.connection);
     methods_ = std::make_unique<api::SandboxMethods>(*connection_);
     methods_->bind(*w.manager, w.watch);
     api::bind_workspace_methods(*connection_, *w.manager);
     REQUIRE(connection_->start([] {}).ok());
-
-    from_server_ = new uv_pipe_t;
-    REQUIRE(uv_pipe_init(&w.loop, from_server_, 0) == 0);
-    REQUIRE(uv_pipe_open(from_server_, server_out[0]) == 0);
-    from_server_->data = this;
-    REQUIRE(uv_read_start(reinterpret_cast<uv_stream_t*>(from_server_), on_alloc, on_read) == 0);
     w.events.editor_events = methods_.get();
   }
   Editor(const Editor&) = delete;

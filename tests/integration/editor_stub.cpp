@@ -12,22 +12,30 @@ namespace lockroom::testing {
 
 using protocol::json;
 
-EditorStub::EditorStub(uv_loop_t* loop) {
+EditorPipes open_editor_pipes(uv_loop_t* loop, void* owner, uv_alloc_cb on_alloc, uv_read_cb on_read) {
   int server_in[2], server_out[2];
   REQUIRE(pipe2(server_in, O_CLOEXEC) == 0);
   REQUIRE(pipe2(server_out, O_CLOEXEC) == 0);
-  to_server_ = server_in[1];
+  EditorPipes pipes;
+  pipes.to_server = server_in[1];
   rpc::ConnectionOptions options;
   options.in_fd = server_in[0];
   options.out_fd = server_out[1];
-  connection_ = std::make_unique<rpc::Connection>(loop, options);
-  REQUIRE(connection_->start([] { FAIL_CHECK("the server's editor connection ended"); }).ok());
+  pipes.connection = std::make_unique<rpc::Connection>(loop, options);
+  pipes.from_server = new uv_pipe_t;
+  REQUIRE(uv_pipe_init(loop, pipes.from_server, 0) == 0);
+  REQUIRE(uv_pipe_open(pipes.from_server, server_out[0]) == 0);
+  pipes.from_server->data = owner;
+  REQUIRE(uv_read_start(reinterpret_cast<uv_stream_t*>(pipes.from_server), on_alloc, on_read) == 0);
+  return pipes;
+}
 
-  from_server_ = new uv_pipe_t;
-  REQUIRE(uv_pipe_init(loop, from_server_, 0) == 0);
-  REQUIRE(uv_pipe_open(from_server_, server_out[0]) == 0);
-  from_server_->data = this;
-  REQUIRE(uv_read_start(reinterpret_cast<uv_stream_t*>(from_server_), on_alloc, on_read) == 0);
+EditorStub::EditorStub(uv_loop_t* loop) {
+  EditorPipes pipes = open_editor_pipes(loop, this, on_alloc, on_read);
+  to_server_ = pipes.to_server;
+  from_server_ = pipes.from_server;
+  connection_ = std::move(pipes.connection);
+  REQUIRE(connection_->start([] { FAIL_CHECK("the server's editor connection ended"); }).ok());
 }
 
 void EditorStub::close(std::function<void()> done) {

@@ -9,6 +9,8 @@
 // answer) or "silent" (no answer: the server's call times out after `timeout`).
 // Every request the server sent is kept in `asked` (its params), every $/cancelRequest in
 // `cancelled`. Loop thread only; the World makes one on demand and the test closes it.
+// open_editor_pipes() is that connection's setup, shared with the workspace tests' Editor
+// (editor_session.h).
 #pragma once
 
 #include <chrono>
@@ -25,6 +27,17 @@
 #include "server/rpc/framing.h"
 
 namespace lockroom::testing {
+
+// The server's editor connection over two pipes, as `lockroom serve` has it over stdio, and the
+// editor's ends: `to_server` takes requests; `from_server` reads the server's output on `loop`
+// (on_alloc/on_read, its `data` set to `owner`), already started. The connection is not: bind
+// methods to it, then start it.
+struct EditorPipes {
+  int to_server = -1;
+  uv_pipe_t* from_server = nullptr;
+  std::unique_ptr<rpc::Connection> connection;
+};
+EditorPipes open_editor_pipes(uv_loop_t* loop, void* owner, uv_alloc_cb on_alloc, uv_read_cb on_read);
 
 class EditorStub {
  public:

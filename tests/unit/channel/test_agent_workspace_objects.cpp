@@ -1,11 +1,13 @@
 // The agent's own git pieces against real git: a pack indexed by the agent gives the very .idx
 // `git index-pack` writes; objects read from packs (deltas included) and loose files are what
-// `git cat-file` prints; git's index read and written back is the index git reads; and a sync
+// `git cat-file` prints; git's index entries as the agent reads them are what `git ls-files -s`
+// lists, and the index read and written back is the index git reads; and a sync
 // done by the agent leaves the repository as `git read-tree -m -u` would, or does nothing at all
 // when a changed path is not clean.
 #include <variant>
 
 #include "guest/workspace_fast_sync.h"
+#include "guest/workspace_index.h"
 #include "guest/workspace_index_file.h"
 #include "guest/workspace_objects.h"
 #include "tests/unit/channel/agent_workspace_world.h"
@@ -246,4 +248,37 @@ TEST_CASE("agent fast sync: a changed path that is not clean leaves everything t
     CHECK_FALSE(s.sync(cache));
     CHECK(slurp(s.w.ws / "a.txt") == "alpha\n");
   }
+}
+
+TEST_CASE("workspace index: entries and count read from a real git index match git ls-files", "[channel][workspace]") {
+  World w;
+  seed(w);
+  write(w.src / "deep" / std::string(200, 'x') / std::string(201, 'y') / "z.txt", "a long path\n");  // padded past many 8-byte steps
+  w.commit("long");
+  std::string index = slurp(w.src / ".git" / "index");
+  auto count = index_entry_count(index);
+  REQUIRE(count);
+  CHECK(*count == 6);
+  auto entries = index_entries(index);
+  REQUIRE(entries);
+  std::string listed;
+  for (const auto& e : *entries) {
+    char mode[16];
+    std::snprintf(mode, sizeof mode, "%06o", e.mode);
+    listed += std::string(mode) + " " + wire::id_to_hex(e.raw_id) + " 0\t" + e.path + "\n";
+  }
+  CHECK(listed == sh("git -C " + w.q(w.src) + " ls-files -s") + "\n");
+  struct stat st{};
+  REQUIRE(::lstat((w.src / "a.txt").c_str(), &st) == 0);
+  CHECK(entries->front().path == ".gitignore");
+  CHECK((*entries)[1].ino == static_cast<std::uint32_t>(st.st_ino));
+  CHECK((*entries)[1].mtime_ns == static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec);
+
+  // Not an index, another version, or cut short: nothing, so the caller asks git instead.
+  CHECK_FALSE(index_entry_count("DIRX" + index.substr(4)));
+  std::string v5 = index;
+  v5[7] = 5;
+  CHECK_FALSE(index_entry_count(v5));
+  CHECK_FALSE(index_entries(index.substr(0, 100)));
+  CHECK_FALSE(index_entry_count(index.substr(0, 11)));
 }

@@ -1,11 +1,10 @@
 // The workspace's wire records on their own (manifest and export decoders, a partial manifest's
 // inline content), a scripted lying agent whose manifest breaks the host's bounds or framing or
 // sends inline content it should not (it fails the channel) or lists entries the review must
-// refuse (handed over intact), and git's index as the agent reads it.
+// refuse (handed over intact).
 #include <sys/socket.h>
 
 #include "guest/workspace_hash.h"
-#include "guest/workspace_index.h"
 #include "protocol/channel/base64.h"
 #include "tests/unit/channel/lying_world.h"
 #include "tests/unit/channel/agent_workspace_world.h"
@@ -470,39 +469,4 @@ TEST_CASE("lying agent: inline content checked right is handed over with its ent
   CHECK((*got)->summary.agent_ms == 42);  // the agent's own timing, passed on for the step table
   CHECK_FALSE(t.failure);
   CHECK(t.finish() == 0);
-}
-
-// ---- git's index, read by the agent
-
-TEST_CASE("workspace index: entries and count read from a real git index match git ls-files", "[channel][workspace]") {
-  World w;
-  seed(w);
-  write(w.src / "deep" / std::string(200, 'x') / std::string(201, 'y') / "z.txt", "a long path\n");  // padded past many 8-byte steps
-  w.commit("long");
-  std::string index = slurp(w.src / ".git" / "index");
-  auto count = lockroom::agent::index_entry_count(index);
-  REQUIRE(count);
-  CHECK(*count == 6);
-  auto entries = lockroom::agent::index_entries(index);
-  REQUIRE(entries);
-  std::string listed;
-  for (const auto& e : *entries) {
-    char mode[16];
-    std::snprintf(mode, sizeof mode, "%06o", e.mode);
-    listed += std::string(mode) + " " + wire::id_to_hex(e.raw_id) + " 0\t" + e.path + "\n";
-  }
-  CHECK(listed == sh("git -C " + w.q(w.src) + " ls-files -s") + "\n");
-  struct stat st{};
-  REQUIRE(::lstat((w.src / "a.txt").c_str(), &st) == 0);
-  CHECK(entries->front().path == ".gitignore");
-  CHECK((*entries)[1].ino == static_cast<std::uint32_t>(st.st_ino));
-  CHECK((*entries)[1].mtime_ns == static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec);
-
-  // Not an index, another version, or cut short: nothing, so the caller asks git instead.
-  CHECK_FALSE(lockroom::agent::index_entry_count("DIRX" + index.substr(4)));
-  std::string v5 = index;
-  v5[7] = 5;
-  CHECK_FALSE(lockroom::agent::index_entry_count(v5));
-  CHECK_FALSE(lockroom::agent::index_entries(index.substr(0, 100)));
-  CHECK_FALSE(lockroom::agent::index_entry_count(index.substr(0, 11)));
 }
