@@ -2,7 +2,8 @@
 // the watch saw only files written, created, deleted or renamed, the agent asks git only which
 // come files it ignores (`git check-ignore`), never lists the tree again (`git ls-files`), and
 // answers what a whole listing would. A file come inside a nested repository still means a whole
-// listing. The agent's git runs are seen through a logging `git` first on its PATH.
+// listing. The agent's git runs are seen through a logging `git` first on its PATH. Also
+// check-ignore fed and read through pipes with more than either holds.
 #include <cstdlib>
 
 #include "guest/workspace_ignore.h"
@@ -110,4 +111,18 @@ TEST_CASE("agent workspace: git check-ignore's answer is read as git means it", 
   CHECK_FALSE(agent::parse_check_ignore("a\0b\0c\0"s));          // not four fields a path
   CHECK_FALSE(agent::parse_check_ignore("a\0b\0c\0d"s));         // the last field unterminated
   CHECK(agent::parse_check_ignore("")->empty());
+}
+
+TEST_CASE("agent workspace: ignored_paths feeds git more than a pipe holds and reads all of its answer", "[channel][workspace]") {
+  World w;
+  seed(w);  // .gitignore: *.log, build/
+  std::vector<std::string> paths;
+  for (int i = 0; i < 20000; ++i) paths.push_back("folder " + std::to_string(i % 50) + "/file " + std::to_string(i) + (i % 2 ? ".log" : ".txt"));
+  paths.push_back("build/out.o");
+  auto ignored = agent::ignored_paths(w.src.string(), paths);  // ~700 KB in, ~1 MB out: both pipes fill
+  REQUIRE(ignored);
+  CHECK(ignored->size() == 10001);
+  CHECK(ignored->count("folder 1/file 1.log"));
+  CHECK_FALSE(ignored->count("folder 0/file 0.txt"));
+  CHECK(ignored->count("build/out.o"));
 }
