@@ -196,8 +196,14 @@ void SandboxManager::process_bytes(const std::string& process_id, OutputStream s
 }
 
 void SandboxManager::process_exited(const std::string& process_id, const ProcessExit& exit) {
-  process_owner_.erase(process_id);
   events_.process_exited(process_id, exit);
+  process_owner_.erase(process_id);
+}
+
+std::optional<std::string> SandboxManager::sandbox_of(const std::string& process_id) const {
+  auto it = process_owner_.find(process_id);
+  if (it == process_owner_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace lockroom::core

@@ -127,6 +127,8 @@ class SandboxManager : private SandboxEvents {
   Result<SandboxNetwork*> network(const std::string& sandbox_id);
   // The sandbox's workspace and its agent, for one synchronous call that starts an operation.
   Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> workspace(const std::string& sandbox_id);
+  // The sandbox a live process runs in (also while its process_exited is being reported).
+  std::optional<std::string> sandbox_of(const std::string& process_id) const;
   Result<void> write_stdin(const std::string& process_id, std::string_view bytes);
   Result<void> close_stdin(const std::string& process_id);
   void resize(const std::string& process_id, int cols, int rows, std::function<void(Result<void>)> done);

@@ -23,7 +23,9 @@ struct ReplyState {
   std::string key;
   std::string method;
   bool replied = false;
-  bool cancelled = false;
+  bool cancelled = false;         // answered -32800 (or abandoned): later replies are dropped quietly
+  bool cancel_requested = false;  // the client asked; the handler answers itself (answers_cancel)
+  bool answers_cancel = false;
   std::vector<std::function<void()>> cancel_callbacks;
 
   void send(const std::string& text) {
@@ -53,11 +55,15 @@ struct ReplyState {
   }
 
   void cancel() {
-    if (replied) return;
-    cancelled = true;
+    if (replied || cancel_requested) return;
     if (auto box = outbox.lock()) box->stats.cancelled++;
     auto callbacks = std::move(cancel_callbacks);  // send() clears them
-    send(protocol::encode_error(id, RpcError{rpc_error::kRequestCancelled, "request " + protocol::id_to_string(id) + " (" + method + ") was cancelled", nullptr}));
+    if (answers_cancel) {
+      cancel_requested = true;  // the handler answers: -32800 if it stopped, else its result
+    } else {
+      cancelled = true;
+      send(protocol::encode_error(id, RpcError{rpc_error::kRequestCancelled, "request " + protocol::id_to_string(id) + " (" + method + ") was cancelled", nullptr}));
+    }
     for (auto& fn : callbacks) {
       try {
         fn();
@@ -96,16 +102,21 @@ void Reply::error(RpcError error) const {
 }
 
 bool Reply::replied() const { return state_->replied; }
-bool Reply::cancelled() const { return state_->cancelled; }
+bool Reply::cancelled() const { return state_->cancelled || state_->cancel_requested; }
 const Id& Reply::id() const { return state_->id; }
 const std::string& Reply::method() const { return state_->method; }
 
 void Reply::on_cancel(std::function<void()> fn) const {
-  if (state_->cancelled) {
+  if (state_->cancelled || state_->cancel_requested) {
     fn();
     return;
   }
   if (!state_->replied) state_->cancel_callbacks.push_back(std::move(fn));
+}
+
+void Reply::on_cancel_answer_myself(std::function<void()> fn) const {
+  if (!state_->cancelled && !state_->replied) state_->answers_cancel = true;
+  on_cancel(std::move(fn));
 }
 
 Dispatcher::Dispatcher(Send send, Scheduler& scheduler, std::size_t max_pending_calls)

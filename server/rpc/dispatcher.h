@@ -5,6 +5,8 @@
 //   bug: it is dropped, logged and counted (tests assert the count stays zero).
 // - `$/cancelRequest` answers the named request with -32800 at once; the handler's own later
 //   reply is then dropped quietly, and it can stop early via Reply::on_cancel / cancelled().
+//   A handler whose work cannot always stop takes the answer over (on_cancel_answer_myself):
+//   it then answers -32800 only when it really stopped, and its real result otherwise.
 // - A gate (installed by the face: LSP lifecycle, ACP) decides per method whether a message may
 //   pass in the current state.
 // - Calls from server to client (`call`) wait in a bounded table with a timeout each; replies
@@ -43,7 +45,13 @@ class Reply {
   bool replied() const;
   bool cancelled() const;
   // Runs `fn` if the client cancels this request before it is answered (at once if it already has).
+  // The dispatcher answers the request with -32800 at once.
   void on_cancel(std::function<void()> fn) const;
+  // For work that cannot always stop (a write that has begun must finish): on $/cancelRequest
+  // `fn` runs and the dispatcher does NOT answer. The handler answers itself: -32800 when it
+  // stopped before doing anything, else its real result. cancelled() is true from then on.
+  // Replaces any on_cancel callbacks' immediate answer for this request.
+  void on_cancel_answer_myself(std::function<void()> fn) const;
   const Id& id() const;
   const std::string& method() const;
 

@@ -216,3 +216,42 @@ TEST_CASE("dispatcher: abandon_requests answers each request in flight -32803 on
   h.d().abandon_requests("again");
   CHECK(h.take().empty());
 }
+
+TEST_CASE("dispatcher: a handler that answers its own cancel is not answered -32800 for it", "[dispatcher]") {
+  Harness h;
+  std::vector<Reply> kept;
+  int told = 0;
+  h.d().on_request("write", [&](const json&, Reply reply) {
+    reply.on_cancel_answer_myself([&] { ++told; });
+    kept.push_back(reply);
+  });
+  h.in(request(1, "write"));
+  h.in(request(2, "write"));
+  h.in(cancel(1));
+  h.in(cancel(2));
+  CHECK(h.take().empty());  // nothing yet: each handler decides
+  CHECK(told == 2);
+  CHECK(kept[0].cancelled());
+  CHECK_FALSE(kept[0].replied());
+  CHECK(h.d().stats().cancelled == 2);
+
+  // The first was past its point of no return: its real result goes out.
+  kept[0].result("written");
+  json first = h.take_one();
+  CHECK(first["id"] == 1);
+  CHECK(first["result"] == "written");
+  // The second stopped in time and says so.
+  kept[1].error(codes::kRequestCancelled, "stopped before any write");
+  json second = h.take_one();
+  CHECK(second["id"] == 2);
+  CHECK(error_code(second) == codes::kRequestCancelled);
+  CHECK(h.d().stats().double_replies == 0);
+
+  // A second cancel of a request already asked to stop runs nothing again.
+  h.in(request(3, "write"));
+  h.in(cancel(3));
+  h.in(cancel(3));
+  CHECK(told == 3);
+  kept[2].result("done");
+  CHECK(h.take_one()["result"] == "done");
+}
