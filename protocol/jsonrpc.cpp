@@ -194,4 +194,8 @@ std::string encode_notification(std::string_view method, const json& params) {
   return out;
 }
 
+RpcError request_failed(std::string_view kind, std::string message) {
+  return RpcError{rpc_error::kRequestFailed, std::move(message), json{{"kind", std::string(kind)}}};
+}
+
 }  // namespace lockroom::protocol

@@ -45,6 +45,18 @@ struct RpcError {
   json data;  // null when absent
 };
 
+// `data.kind` of every -32803 (kRequestFailed): what kind of failure, for clients to act on
+// without parsing the message. protocol/README.md ("Errors") says when each happens.
+namespace failure_kind {
+inline constexpr const char* kNotFound = "notFound";            // a named thing does not exist
+inline constexpr const char* kWrongState = "wrongState";        // not allowed in the current state
+inline constexpr const char* kLimitExceeded = "limitExceeded";  // a configured bound was hit
+inline constexpr const char* kUnavailable = "unavailable";      // something needed is missing or gone
+}  // namespace failure_kind
+
+// A -32803 error with data {kind}.
+RpcError request_failed(std::string_view kind, std::string message);
+
 struct Request {
   Id id;
   std::string method;

@@ -32,7 +32,7 @@ InitializeParams read_initialize_params(ParamReader& reader) {
   return out;
 }
 
-json initialize_result(const ServerInfo& info) {
+json initialize_result(const ServerInfo& info, const std::vector<std::string>& methods) {
   return json{
       {"serverInfo", {{"name", info.name}, {"version", info.version}}},
       {"capabilities",
@@ -44,9 +44,7 @@ json initialize_result(const ServerInfo& info) {
               {{"protocolVersion", 1},
                {"cancellation", true},
                {"workDoneProgress", true},
-               {"methods", json::array({"lockroom/echo", "sandbox/create", "sandbox/list", "sandbox/destroy", "process/start",
-                                         "process/write", "process/closeStdin", "process/resize", "process/signal", "changes/list", "changes/diff",
-                                         "changes/content", "changes/apply", "changes/discard", "workspace/sync", "network/policy"})}}}}},
+               {"methods", methods}}}}},
        }},
   };
 }

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "protocol/jsonrpc.h"
 #include "protocol/params.h"
@@ -30,7 +31,8 @@ struct ServerInfo {
   std::string version;
 };
 
-// The `initialize` result: serverInfo and the capabilities lockroom offers.
-json initialize_result(const ServerInfo& info);
+// The `initialize` result: serverInfo and the capabilities lockroom offers; `methods` are the
+// request methods a client may call (the server's dispatcher table, lifecycle and test/* left out).
+json initialize_result(const ServerInfo& info, const std::vector<std::string>& methods);
 
 }  // namespace lockroom::protocol

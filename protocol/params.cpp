@@ -1,6 +1,10 @@
 // ParamReader; see params.h.
 #include "protocol/params.h"
 
+#include <algorithm>
+
+#include "protocol/nearest_name.h"
+
 namespace lockroom::protocol {
 
 namespace {
@@ -14,7 +18,51 @@ std::string describe(const json& value) {
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
 }
+
+// A field name as it may be quoted in a message: at most 60 bytes, control characters as '?'.
+std::string printable(const std::string& name) {
+  std::string out;
+  for (char c : name.substr(0, 60)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  if (name.size() > 60) out += "...";
+  return out;
+}
+
+bool always_allowed(const std::string& key) { return key == "workDoneToken" || key == "partialResultToken"; }
 }  // namespace
+
+RpcError invalid_params(const std::string& field, const std::string& problem) {
+  std::string subject = field.empty() ? std::string("params") : "\"" + field + "\"";
+  return RpcError{rpc_error::kInvalidParams, "invalid params: " + subject + " " + problem, json{{"field", field}}};
+}
+
+std::string ParamReader::nearest(const std::string& name, const std::vector<std::string>& known) {
+  return nearest_name(name, known);
+}
+
+std::optional<ParamReader::Unknown> ParamReader::first_unknown(std::initializer_list<const char*> read_elsewhere) const {
+  std::vector<std::string> known = asked_;
+  for (const char* field : read_elsewhere)
+    if (std::find(known.begin(), known.end(), field) == known.end()) known.emplace_back(field);
+  for (const auto& [key, value] : object_->items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    if (prefix_.empty() && always_allowed(key)) continue;
+    std::string problem = "is not a known field";
+    if (std::string close = nearest(key, known); !close.empty()) {
+      problem += "; did you mean \"" + path(close.c_str()) + "\"?";
+    } else if (!known.empty()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      problem += " (known: " + list + ")";
+    }
+    return Unknown{prefix_ + printable(key), std::move(problem)};
+  }
+  return nested_unknown_;
+}
+
+void ParamReader::reject_unknown(std::initializer_list<const char*> read_elsewhere) {
+  if (error_) return;
+  if (auto unknown = first_unknown(read_elsewhere)) error_ = invalid_params(unknown->field, unknown->problem);
+}
 
 ParamReader::ParamReader(const json& params, std::string prefix) : prefix_(std::move(prefix)) {
   if (params.is_null()) {
@@ -23,14 +71,12 @@ ParamReader::ParamReader(const json& params, std::string prefix) : prefix_(std::
     object_ = &params;
   } else {
     object_ = &empty_object();
-    error_ = RpcError{rpc_error::kInvalidParams,
-                      "invalid params: " + (prefix_.empty() ? std::string("params") : "\"" + prefix_.substr(0, prefix_.size() - 1) + "\"") +
-                          " must be an object, got " + describe(params),
-                      nullptr};
+    error_ = invalid_params(prefix_.empty() ? "" : prefix_.substr(0, prefix_.size() - 1), "must be an object, got " + describe(params));
   }
 }
 
 const json* ParamReader::find(const char* field, bool required) {
+  if (std::find(asked_.begin(), asked_.end(), field) == asked_.end()) asked_.emplace_back(field);
   auto it = object_->find(field);
   if (it == object_->end() || it->is_null()) {
     if (required) fail(field, "is required");
@@ -41,7 +87,7 @@ const json* ParamReader::find(const char* field, bool required) {
 
 void ParamReader::fail(const char* field, const std::string& problem) {
   if (error_) return;  // the first problem is the one reported
-  error_ = RpcError{rpc_error::kInvalidParams, "invalid params: \"" + path(field) + "\" " + problem, nullptr};
+  error_ = invalid_params(path(field), problem);
 }
 
 void ParamReader::type_error(const char* field, const char* expected, const json& got) {
@@ -125,6 +171,7 @@ std::optional<ParamReader> ParamReader::object(const char* field, bool required)
 
 void ParamReader::merge(const ParamReader& nested) {
   if (!error_ && nested.error_) error_ = nested.error_;
+  if (!nested_unknown_) nested_unknown_ = nested.first_unknown({});
 }
 
 }  // namespace lockroom::protocol

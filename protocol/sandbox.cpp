@@ -53,10 +53,15 @@ SandboxCreateParams read_sandbox_create(ParamReader& reader) {
   out.kits = reader.strings("kits", false).value_or(std::vector<std::string>{});
   out.env = reader.string_map("env", false).value_or(std::map<std::string, std::string>{});
   out.workspace = read_workspace(reader, "workspace");
+  reader.reject_unknown({"network", "secrets"});  // read by the egress parsers (server/api/network_methods.cpp)
   return out;
 }
 
-SandboxIdParams read_sandbox_id(ParamReader& reader) { return {reader.string("sandboxId", true).value_or("")}; }
+SandboxIdParams read_sandbox_id(ParamReader& reader) {
+  SandboxIdParams out{reader.string("sandboxId", true).value_or("")};
+  reader.reject_unknown();
+  return out;
+}
 
 ProcessStartParams read_process_start(ParamReader& reader) {
   ProcessStartParams out;
@@ -71,10 +76,15 @@ ProcessStartParams read_process_start(ParamReader& reader) {
     out.pty = read_size(*pty);
     reader.merge(*pty);
   }
+  reader.reject_unknown();
   return out;
 }
 
-ProcessIdParams read_process_id(ParamReader& reader) { return {reader.string("processId", true).value_or("")}; }
+ProcessIdParams read_process_id(ParamReader& reader) {
+  ProcessIdParams out{reader.string("processId", true).value_or("")};
+  reader.reject_unknown();
+  return out;
+}
 
 ProcessWriteParams read_process_write(ParamReader& reader) {
   ProcessWriteParams out;
@@ -94,6 +104,7 @@ ProcessWriteParams read_process_write(ParamReader& reader) {
   } else {
     reader.fail("encoding", "must be \"utf-8\" or \"base64\", got \"" + encoding + "\"");
   }
+  reader.reject_unknown();
   return out;
 }
 
@@ -101,6 +112,7 @@ ProcessResizeParams read_process_resize(ParamReader& reader) {
   ProcessResizeParams out;
   out.process_id = reader.string("processId", true).value_or("");
   out.size = read_size(reader);
+  reader.reject_unknown();
   return out;
 }
 
@@ -120,6 +132,7 @@ ProcessSignalParams read_process_signal(ParamReader& reader) {
   } else {
     reader.fail("signal", "must be a signal name such as \"SIGTERM\" or a number");
   }
+  reader.reject_unknown();
   return out;
 }
 

@@ -96,6 +96,7 @@ ChangesDiffParams read_changes_diff(ParamReader& reader) {
   out.sandbox_id = reader.string("sandboxId", true).value_or("");
   out.path = reader.string("path", false);
   out.refresh = reader.boolean("refresh", false).value_or(true);
+  reader.reject_unknown();
   return out;
 }
 
@@ -106,6 +107,7 @@ ChangesContentParams read_changes_content(ParamReader& reader) {
   std::string side = reader.string("side", false).value_or("current");
   if (side != "base" && side != "current") reader.fail("side", "must be \"base\" or \"current\", got \"" + side + "\"");
   out.base = side == "base";
+  reader.reject_unknown();
   return out;
 }
 
@@ -118,6 +120,7 @@ ChangesApplyParams read_changes_apply(ParamReader& reader) {
   out.branch_mode = mode == "branch";
   out.branch = reader.string("branch", false).value_or(out.sandbox_id);
   out.force = reader.boolean("force", false).value_or(false);
+  reader.reject_unknown();
   return out;
 }
 
@@ -125,6 +128,7 @@ ChangesDiscardParams read_changes_discard(ParamReader& reader) {
   ChangesDiscardParams out;
   out.sandbox_id = reader.string("sandboxId", true).value_or("");
   out.paths = reader.strings("paths", false);
+  reader.reject_unknown();
   return out;
 }
 

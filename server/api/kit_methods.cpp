@@ -12,6 +12,7 @@
 #include "server/core/kit_request.h"
 #include "server/kits/kit_catalog.h"
 #include "server/kits/kit_plan.h"
+#include "server/rpc/progress.h"
 
 namespace lockroom::api {
 
@@ -47,8 +48,8 @@ json list_kits(const std::filesystem::path& workspace) {
 Result<json> validate_kits(const std::filesystem::path& workspace, const std::vector<std::string>& refs) {
   auto catalog = kits::KitCatalog::standard(workspace);
   auto plan = kits::resolve_kits(catalog, refs);
-  if (!plan) return plan.error();
-  if (auto supported = core::check_kit_plan_supported(*plan); !supported) return supported.error();
+  if (!plan) return with_field(plan.error(), "kits");
+  if (auto supported = core::check_kit_plan_supported(*plan); !supported) return with_field(supported.error(), "kits");
   return json{{"plan", kits::plan_to_json(*plan)}};
 }
 
@@ -63,6 +64,7 @@ void bind_kit_methods(rpc::Dispatcher& d, uv_loop_t* loop) {
   d.on_request("kit/list", [loop](const json& params, Reply reply) {
     ParamReader reader(params);
     auto workspace = workspace_of(reader);
+    reader.reject_unknown();
     if (!reader.ok()) return reply.error(reader.error());
     run_blocking<json>(loop, [workspace]() -> Result<json> { return list_kits(workspace); },
                        [reply](Result<json> listed) {
@@ -71,16 +73,25 @@ void bind_kit_methods(rpc::Dispatcher& d, uv_loop_t* loop) {
                        });
   });
 
-  d.on_request("kit/validate", [loop](const json& params, Reply reply) {
+  d.on_request("kit/validate", [loop, &d](const json& params, Reply reply) {
     ParamReader reader(params);
     auto workspace = workspace_of(reader);
     auto refs = reader.strings("kits", true);
     if (reader.ok() && refs->empty()) reader.fail("kits", "must name at least one kit");
     if (reader.ok() && refs->size() > kMaxKitsAsked)
       reader.fail("kits", "names " + std::to_string(refs->size()) + " kits; at most " + std::to_string(kMaxKitsAsked) + " fit in one stack");
+    reader.reject_unknown();
     if (!reader.ok()) return reply.error(reader.error());
+    // Reading kit files can be slow (a network file system): the editor may show progress. The
+    // reading cannot be stopped, so the progress is not cancellable.
+    auto progress = std::make_shared<rpc::WorkDoneProgress>(d, params);
+    std::string names;
+    for (const auto& ref : *refs) names += (names.empty() ? "" : ", ") + ref;
+    progress->begin("Validating kits", 0);
+    progress->report("reading " + names, 10);
     run_blocking<json>(loop, [workspace, refs = *refs]() { return validate_kits(workspace, refs); },
-                       [reply](Result<json> checked) {
+                       [reply, progress](Result<json> checked) {
+                         progress->end(checked ? "valid" : "not valid");
                          if (!checked) return reply.error(to_rpc_error(checked.error()));
                          reply.result(std::move(*checked));
                        });

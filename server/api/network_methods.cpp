@@ -12,7 +12,8 @@ using rpc::Reply;
 
 namespace {
 
-Error invalid(const Error& e) { return make_error(ErrorCode::kInvalidInput, e.message); }
+// Policies and secrets are the request's own fields: their errors keep the path they name.
+Error invalid(const Error& e) { return make_field_error(e.field, e.message); }
 
 Result<egress::Policy> policy_with_defaults(const json& value, const std::string& path) {
   auto policy = egress::parse_policy(value, path);
@@ -43,6 +44,7 @@ void bind_network_methods(rpc::Connection& connection, core::SandboxManager& man
     protocol::ParamReader reader(params);
     std::string id = reader.string("sandboxId", true).value_or("");
     auto change = reader.any("policy", false);
+    reader.reject_unknown();
     if (!reader.ok()) return reply.error(reader.error());
     auto network = m->network(id);
     if (!network) return reply.error(to_rpc_error(network.error()));

@@ -50,8 +50,8 @@ Result<std::optional<kits::KitPlan>> read_kits(const protocol::SandboxCreatePara
   if (p.kits.empty()) return std::optional<kits::KitPlan>{};
   auto catalog = kits::KitCatalog::standard(p.workspace ? std::filesystem::path(p.workspace->path) : std::filesystem::path());
   auto plan = kits::resolve_kits(catalog, p.kits);
-  if (!plan) return plan.error();
-  if (auto supported = core::check_kit_plan_supported(*plan); !supported) return supported.error();
+  if (!plan) return with_field(plan.error(), "kits");
+  if (auto supported = core::check_kit_plan_supported(*plan); !supported) return with_field(supported.error(), "kits");
   return std::optional<kits::KitPlan>(std::move(*plan));
 }
 
@@ -105,7 +105,7 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
     core::finish_network(request);
     request.caller_announces = true;  // after the kits' setup, right before the answer
     auto progress = std::make_shared<rpc::WorkDoneProgress>(*conn, params);
-    progress->begin("Starting sandbox", 0);
+    progress->begin("Starting sandbox", 0, /*cancellable=*/true);  // a cancelled create is destroyed, never handed out
     m->create(std::move(request),
               [progress](const std::string& message, int percent) { progress->report(message, percent); },
               [reply, progress, m, w, conn, plan = std::move(*plan)](Result<core::CreateResult> r) mutable {
@@ -133,13 +133,21 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
                                         m->destroy(id, [](Result<void>) {});
                                         return reply.error(to_rpc_error(report.error()));
                                       }
+                                      if (reply.cancelled()) {  // cancelled during the kits' setup
+                                        progress->end("cancelled");
+                                        m->destroy(id, [](Result<void>) {});
+                                        return;
+                                      }
                                       m->announce(id);
                                       answer_created(reply, *progress, created, services_json(report->services));
                                     });
               });
   });
 
-  d.on_request("sandbox/list", [m](const json&, Reply reply) {
+  d.on_request("sandbox/list", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    reader.reject_unknown();  // it takes none (workDoneToken aside)
+    if (!reader.ok()) return reply.error(reader.error());
     json list = json::array();
     for (const auto& s : m->list()) {
       json item{{"sandboxId", s.id}, {"state", core::state_name(s.state)}, {"accel", vm::accel_name(m->accel())},

@@ -69,6 +69,7 @@ int serve(const ServeOptions& options, const std::string& version, const std::ve
     rpc::ConnectionOptions conn_options;
     conn_options.framing = options.framing;
     conn_options.max_message_bytes = options.max_message_bytes;
+    conn_options.input_mirror = options.input_mirror;
     rpc::Connection connection(&loop, conn_options);
     SignalWatch* signals = nullptr;
     bool finishing = false;
@@ -133,6 +134,8 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 31));
   cmd->add_flag("--test-mode", options->test_mode, "deterministic logs and test/* methods, for transcript tests");
+  cmd->add_option("--input-mirror", options->input_mirror,
+                  "copy every byte read from the editor to this file, to replay a client's bug (tests/transcripts/README.md)");
   auto upstream_ca = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--upstream-ca", *upstream_ca,
                   "also trust the CAs in this PEM file for upstream HTTPS (e.g. a corporate CA; repeatable)")

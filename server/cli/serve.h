@@ -12,6 +12,7 @@ struct ServeOptions {
   rpc::FramingKind framing = rpc::FramingKind::kContentLength;
   std::size_t max_message_bytes = rpc::kDefaultMaxMessageBytes;
   bool test_mode = false;
+  std::string input_mirror;  // --input-mirror: copy the raw input to this file
 };
 
 // Runs until `exit`, end of input, or SIGTERM/SIGINT; returns the process exit code.

@@ -25,6 +25,10 @@ enum class ErrorCode {
 struct Error {
   ErrorCode code = ErrorCode::kInternal;
   std::string message;
+  // For kInvalidInput about one field of a request: its dotted path as the client wrote it
+  // (e.g. "resources.memoryMiB"); the edge sends it as `data.field`. Empty when the problem is
+  // not one field's (e.g. a combination of fields, or the contents of a file a field names).
+  std::string field = {};
 };
 
 template <typename T>
@@ -66,5 +70,15 @@ class [[nodiscard]] Result<void> {
 };
 
 inline Error make_error(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
+// A kInvalidInput error about the request field `field` (a dotted path).
+inline Error make_field_error(std::string field, std::string message) {
+  return Error{ErrorCode::kInvalidInput, std::move(message), std::move(field)};
+}
+// `error` attributed to the request field `field` when it is kInvalidInput (e.g. a broken kit
+// file is the fault of the request's "kits", whatever field of the file it names).
+inline Error with_field(Error error, std::string field) {
+  if (error.code == ErrorCode::kInvalidInput) error.field = std::move(field);
+  return error;
+}
 
 }  // namespace lockroom

@@ -13,8 +13,8 @@ namespace lockroom::core {
 namespace {
 
 Error too(const char* field, std::int64_t got, const char* relation, std::int64_t bound, const std::string& advice) {
-  return make_error(ErrorCode::kInvalidInput, std::string("resources.") + field + " = " + std::to_string(got) + " is " + relation +
-                                                  " " + std::to_string(bound) + "; " + advice);
+  return make_field_error(std::string("resources.") + field, std::string("resources.") + field + " = " + std::to_string(got) + " is " +
+                                                                 relation + " " + std::to_string(bound) + "; " + advice);
 }
 
 }  // namespace

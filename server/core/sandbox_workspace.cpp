@@ -29,7 +29,7 @@ Result<std::pair<std::string, std::string>> real_path_and_store(const std::strin
   char real[PATH_MAX];
   if (!realpath(path.c_str(), real))
     return make_error(ErrorCode::kNotFound, "workspace " + path + " does not exist or cannot be read");
-  if (!fs::is_directory(real)) return make_error(ErrorCode::kInvalidInput, "workspace " + path + " is not a directory");
+  if (!fs::is_directory(real)) return make_field_error("workspace", "workspace " + path + " is not a directory");
   std::string store = (cache / "workspaces" / snap::workspace_store_key(real) / "store.git").string();
   return std::make_pair(std::string(real), store);
 }

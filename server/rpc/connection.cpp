@@ -1,6 +1,9 @@
 // Connection; see connection.h.
 #include "server/rpc/connection.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <spdlog/spdlog.h>
 
 namespace lockroom::rpc {
@@ -13,10 +16,19 @@ Connection::Connection(uv_loop_t* loop, ConnectionOptions options)
       framing_(make_framing(options.framing, options.max_message_bytes)),
       dispatcher_([this](std::string message) { transport_.write(framing_->encode(message)); }, scheduler_) {}
 
-Connection::~Connection() { scheduler_.cancel_all(); }
+Connection::~Connection() {
+  scheduler_.cancel_all();
+  if (mirror_) std::fclose(mirror_);
+}
 
 Result<void> Connection::start(std::function<void()> on_gone) {
   on_gone_ = std::move(on_gone);
+  if (!options_.input_mirror.empty() && !mirror_) {
+    mirror_ = std::fopen(options_.input_mirror.c_str(), "wb");
+    if (!mirror_)
+      return make_error(ErrorCode::kUnavailable, "cannot write the input mirror " + options_.input_mirror + ": " + std::strerror(errno));
+    spdlog::info("copying the raw input to {}", options_.input_mirror);
+  }
   return transport_.start(StdioTransport::Callbacks{
       [this](std::string_view bytes) { on_bytes(bytes); },
       [this] { editor_gone("end of input: the editor closed the connection"); },
@@ -25,6 +37,13 @@ Result<void> Connection::start(std::function<void()> on_gone) {
 }
 
 void Connection::on_bytes(std::string_view bytes) {
+  if (mirror_) {
+    if (std::fwrite(bytes.data(), 1, bytes.size(), mirror_) != bytes.size() || std::fflush(mirror_) != 0) {
+      spdlog::warn("the input mirror {} stopped: {}", options_.input_mirror, std::strerror(errno));
+      std::fclose(mirror_);
+      mirror_ = nullptr;
+    }
+  }
   events_.clear();
   framing_->feed(bytes, events_);
   for (FrameEvent& event : events_) {

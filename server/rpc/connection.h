@@ -3,9 +3,14 @@
 // Glues StdioTransport (bytes) → Framing (message texts) → Dispatcher (handlers) on one libuv
 // loop, and offers the editor-facing helpers every feature uses: notifications, calls to the
 // client, window/logMessage. Either framing can be chosen: Content-Length for the editor face,
-// ndjson for the ACP face. Loop thread only.
+// ndjson for the ACP face. With `input_mirror`, every byte read from the editor is also written,
+// as read, to that file (clangd's --input-mirror-file): a client's bug can then be replayed as
+// a transcript test (tests/transcripts/README.md). The mirror is written synchronously on the
+// loop thread and flushed per read; it is a debugging aid, not for production use.
+// Loop thread only.
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,6 +30,7 @@ struct ConnectionOptions {
   std::size_t max_message_bytes = kDefaultMaxMessageBytes;
   int in_fd = 0;
   int out_fd = 1;
+  std::string input_mirror;  // a file to copy the raw input to; empty: none
 };
 
 // LSP's MessageType for window/logMessage.
@@ -61,6 +67,7 @@ class Connection {
   std::vector<FrameEvent> events_;
   std::function<void()> on_gone_;
   bool gone_ = false;
+  std::FILE* mirror_ = nullptr;
 };
 
 }  // namespace lockroom::rpc

@@ -1,11 +1,28 @@
 // Dispatcher; see dispatcher.h.
 #include "server/rpc/dispatcher.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace lockroom::rpc {
 
 namespace rpc_error = protocol::rpc_error;
+namespace kind = protocol::failure_kind;
+
+namespace {
+
+// The wire trace's lines are built only when someone reads them.
+bool tracing() { return spdlog::default_logger_raw()->should_log(spdlog::level::trace); }
+
+long long ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+}
+
+// " error -32602" for an error reply, "" for a result: the tail of a traced reply.
+std::string error_tail(const RpcError* error) { return error ? " error " + std::to_string(error->code) : std::string(); }
+
+}  // namespace
 
 namespace detail {
 
@@ -27,9 +44,12 @@ struct ReplyState {
   bool cancel_requested = false;  // the client asked; the handler answers itself (answers_cancel)
   bool answers_cancel = false;
   std::vector<std::function<void()>> cancel_callbacks;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
-  void send(const std::string& text) {
+  // `error` is the error being sent, or null for a result (only for the trace).
+  void send(const std::string& text, const RpcError* error) {
     replied = true;
+    if (tracing()) spdlog::trace("--> reply:{}({}) {} ms{}", method, protocol::id_to_string(id), ms_since(started), error_tail(error));
     cancel_callbacks.clear();  // they may hold the Reply: keeping them would be a cycle
     if (auto box = outbox.lock()) {
       box->in_flight.erase(key);
@@ -51,7 +71,7 @@ struct ReplyState {
     if (replied) return;
     cancelled = true;
     cancel_callbacks.clear();
-    send(protocol::encode_error(id, error));
+    send(protocol::encode_error(id, error), &error);
   }
 
   void cancel() {
@@ -62,7 +82,8 @@ struct ReplyState {
       cancel_requested = true;  // the handler answers: -32800 if it stopped, else its result
     } else {
       cancelled = true;
-      send(protocol::encode_error(id, RpcError{rpc_error::kRequestCancelled, "request " + protocol::id_to_string(id) + " (" + method + ") was cancelled", nullptr}));
+      RpcError error{rpc_error::kRequestCancelled, "request " + protocol::id_to_string(id) + " (" + method + ") was cancelled", nullptr};
+      send(protocol::encode_error(id, error), &error);
     }
     for (auto& fn : callbacks) {
       try {
@@ -82,7 +103,8 @@ struct ReplyState {
     box->stats.dropped_replies++;
     spdlog::error("bug: the handler for {} let go of request {} without replying", method, protocol::id_to_string(id));
     try {
-      send(protocol::encode_error(id, RpcError{rpc_error::kInternalError, "internal error: " + method + " finished without a reply", nullptr}));
+      RpcError error{rpc_error::kInternalError, "internal error: " + method + " finished without a reply", nullptr};
+      send(protocol::encode_error(id, error), &error);
     } catch (...) {
       // A destructor must not throw; the transport logs its own failures.
     }
@@ -93,12 +115,12 @@ struct ReplyState {
 
 void Reply::result(json value) const {
   if (!state_->claim("result")) return;
-  state_->send(protocol::encode_result(state_->id, value));
+  state_->send(protocol::encode_result(state_->id, value), nullptr);
 }
 
 void Reply::error(RpcError error) const {
   if (!state_->claim("error")) return;
-  state_->send(protocol::encode_error(state_->id, error));
+  state_->send(protocol::encode_error(state_->id, error), &error);
 }
 
 bool Reply::replied() const { return state_->replied; }
@@ -137,6 +159,14 @@ void Dispatcher::on_notification(std::string method, NotificationHandler handler
   notifications_[std::move(method)] = std::move(handler);
 }
 
+std::vector<std::string> Dispatcher::request_methods() const {
+  std::vector<std::string> out;
+  out.reserve(requests_.size());
+  for (const auto& [method, handler] : requests_) out.push_back(method);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void Dispatcher::handle_message(std::string_view text) {
   protocol::Message message = protocol::classify(text);
   if (auto* request = std::get_if<protocol::Request>(&message)) return dispatch_request(std::move(*request));
@@ -147,23 +177,28 @@ void Dispatcher::handle_message(std::string_view text) {
   if (invalid.is_response) {
     if (invalid.id) {
       finish_call(protocol::id_to_string(*invalid.id),
-                  CallOutcome{nullptr, RpcError{rpc_error::kRequestFailed, "the client sent a malformed reply: " + invalid.error.message, nullptr}});
+                  CallOutcome{nullptr, protocol::request_failed(kind::kUnavailable, "the client sent a malformed reply: " + invalid.error.message)});
     }
     return;
   }
+  if (tracing()) spdlog::trace("--> reply:({}){}", invalid.id ? protocol::id_to_string(*invalid.id) : "null", error_tail(&invalid.error));
   outbox_->send(protocol::encode_error(invalid.id, invalid.error));
 }
 
 void Dispatcher::handle_framing_error(const std::string& description) {
   spdlog::warn("framing: {}", description);
-  outbox_->send(protocol::encode_error(std::nullopt, RpcError{rpc_error::kParseError, description, nullptr}));
+  RpcError error{rpc_error::kParseError, description, nullptr};
+  if (tracing()) spdlog::trace("--> reply:(null){}", error_tail(&error));
+  outbox_->send(protocol::encode_error(std::nullopt, error));
 }
 
 void Dispatcher::dispatch_request(protocol::Request&& request) {
   std::string key = protocol::id_to_string(request.id);
+  if (tracing()) spdlog::trace("<-- {}({})", request.method, key);
   if (auto it = outbox_->in_flight.find(key); it != outbox_->in_flight.end() && !it->second.expired()) {
-    outbox_->send(protocol::encode_error(request.id, RpcError{rpc_error::kInvalidRequest,
-        "invalid request: id " + key + " is already in use by a request that has not been answered", nullptr}));
+    RpcError error{rpc_error::kInvalidRequest, "invalid request: id " + key + " is already in use by a request that has not been answered", nullptr};
+    if (tracing()) spdlog::trace("--> reply:{}({}){}", request.method, key, error_tail(&error));
+    outbox_->send(protocol::encode_error(request.id, error));
     return;
   }
   auto state = std::make_shared<detail::ReplyState>();
@@ -194,6 +229,7 @@ void Dispatcher::dispatch_request(protocol::Request&& request) {
 }
 
 void Dispatcher::dispatch_notification(protocol::Notification&& notification) {
+  if (tracing()) spdlog::trace("<-- {}", notification.method);
   if (gate_ && !gate_(notification.method, false).allow) {
     spdlog::debug("dropped notification {} in the current state", notification.method);
     return;
@@ -229,6 +265,7 @@ void Dispatcher::cancel_incoming(const json& params) {
 }
 
 void Dispatcher::notify(std::string_view method, const json& params) {
+  if (tracing()) spdlog::trace("--> {}", method);
   outbox_->send(protocol::encode_notification(method, params));
 }
 
@@ -238,7 +275,7 @@ void Dispatcher::call(std::string_view method, const json& params, std::chrono::
     std::string reason = "too many requests (" + std::to_string(calls_.size()) + ") are waiting for the client; " +
                          std::string(method) + " was not sent";
     scheduler_.start_timer(std::chrono::milliseconds(0), [done = std::move(done), reason] {
-      done(CallOutcome{nullptr, RpcError{rpc_error::kRequestFailed, reason, nullptr}});
+      done(CallOutcome{nullptr, protocol::request_failed(kind::kLimitExceeded, reason)});
     });
     return;
   }
@@ -246,11 +283,13 @@ void Dispatcher::call(std::string_view method, const json& params, std::chrono::
   std::string key = protocol::id_to_string(id);
   std::string name(method);
   auto timer = scheduler_.start_timer(timeout, [this, key, id, name, timeout] {
+    if (tracing()) spdlog::trace("<-- (no reply) {}({}) after {} ms: cancelled", name, key, timeout.count());
     notify("$/cancelRequest", json{{"id", protocol::id_to_json(id)}});
     finish_call(key, CallOutcome{nullptr, RpcError{rpc_error::kRequestCancelled,
         "the client did not answer " + name + " within " + std::to_string(timeout.count()) + " ms", nullptr}});
   });
-  calls_.emplace(key, PendingCall{name, timer, std::move(done)});
+  calls_.emplace(key, PendingCall{name, timer, std::move(done), std::chrono::steady_clock::now()});
+  if (tracing()) spdlog::trace("--> {}({})", name, key);
   outbox_->send(protocol::encode_request(id, method, params));
 }
 
@@ -262,6 +301,8 @@ void Dispatcher::handle_response(protocol::Response&& response) {
     return;
   }
   scheduler_.cancel_timer(it->second.timer);
+  if (tracing()) spdlog::trace("<-- reply:{}({}) {} ms{}", it->second.method, key, ms_since(it->second.sent),
+                error_tail(response.error ? &*response.error : nullptr));
   CallOutcome outcome;
   if (response.result) outcome.result = std::move(*response.result);
   outcome.error = std::move(response.error);
@@ -287,14 +328,14 @@ void Dispatcher::abandon_requests(const std::string& reason) {
   std::vector<std::shared_ptr<detail::ReplyState>> live;
   for (auto& [key, weak] : outbox_->in_flight)
     if (auto state = weak.lock()) live.push_back(std::move(state));
-  for (auto& state : live) state->abandon(RpcError{rpc_error::kRequestFailed, reason, nullptr});
+  for (auto& state : live) state->abandon(protocol::request_failed(kind::kUnavailable, reason));
 }
 
 void Dispatcher::fail_pending_calls(const std::string& reason) {
   while (!calls_.empty()) {
     auto it = calls_.begin();
     scheduler_.cancel_timer(it->second.timer);
-    finish_call(it->first, CallOutcome{nullptr, RpcError{rpc_error::kRequestFailed, reason, nullptr}});
+    finish_call(it->first, CallOutcome{nullptr, protocol::request_failed(kind::kUnavailable, reason)});
   }
 }
 

@@ -11,6 +11,10 @@
 //   pass in the current state.
 // - Calls from server to client (`call`) wait in a bounded table with a timeout each; replies
 //   with unknown ids are logged and ignored.
+// - Every -32803 it makes carries `data.kind` (protocol::failure_kind).
+// - At log level trace, every message in and out is logged in clangd's style, with the time a
+//   request took: `<-- sandbox/create(3)`, `--> reply:sandbox/create(3) 142 ms`, `--> $/progress`,
+//   `--> network/approve(1)`, `<-- reply:network/approve(1) 850 ms`.
 // Single-threaded: everything runs on the loop thread. Nothing here throws to the caller.
 #pragma once
 
@@ -21,6 +25,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "protocol/jsonrpc.h"
 #include "server/rpc/scheduler.h"
@@ -99,6 +104,8 @@ class Dispatcher {
 
   void on_request(std::string method, RequestHandler handler);
   void on_notification(std::string method, NotificationHandler handler);
+  // The names of every request method with a handler, sorted: what `initialize` advertises.
+  std::vector<std::string> request_methods() const;
   void set_gate(Gate gate) { gate_ = std::move(gate); }
 
   // One frame's text from the peer.
@@ -124,6 +131,7 @@ class Dispatcher {
     std::string method;
     Scheduler::TimerId timer;
     CallHandler done;
+    std::chrono::steady_clock::time_point sent;
   };
   void dispatch_request(protocol::Request&& request);
   void dispatch_notification(protocol::Notification&& notification);

@@ -19,7 +19,7 @@ LspServer::LspServer(Connection& connection, protocol::ServerInfo info, std::fun
     std::string who = client_.client_name.empty() ? "an unnamed client" : client_.client_name;
     if (!client_.client_version.empty()) who += " " + client_.client_version;
     spdlog::info("initialized by {}", who);
-    reply.result(protocol::initialize_result(info_));
+    reply.result(protocol::initialize_result(info_, advertised_methods()));
   });
   d.on_notification("initialized", [](const json&) { spdlog::debug("client confirmed initialization"); });
   d.on_request("shutdown", [this](const json&, Reply reply) {
@@ -27,6 +27,16 @@ LspServer::LspServer(Connection& connection, protocol::ServerInfo info, std::fun
     reply.result(nullptr);
   });
   d.on_notification("exit", [this](const json&) { end(lifecycle_.exit_code()); });
+}
+
+std::vector<std::string> LspServer::advertised_methods() {
+  std::vector<std::string> out;
+  for (auto& method : connection_.dispatcher().request_methods()) {
+    bool lifecycle = method == "initialize" || method == "shutdown";
+    bool test_only = method.rfind("test/", 0) == 0;
+    if (!lifecycle && !test_only) out.push_back(std::move(method));
+  }
+  return out;
 }
 
 void LspServer::editor_gone() { end(lifecycle_.exit_code()); }

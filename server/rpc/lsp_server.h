@@ -3,6 +3,8 @@
 // Handles initialize / initialized / shutdown / exit and installs the LspLifecycle gate, so
 // feature handlers registered on the same dispatcher only ever run while the server is up.
 // Keeps what the client declared at initialize (e.g. whether it answers network/approve).
+// `initialize` advertises every request method bound on the dispatcher at that moment, except
+// the lifecycle's own and test mode's test/*.
 // Loop thread only.
 #pragma once
 
@@ -27,6 +29,7 @@ class LspServer {
 
  private:
   void end(int exit_code);
+  std::vector<std::string> advertised_methods();
 
   Connection& connection_;
   protocol::ServerInfo info_;

@@ -5,7 +5,7 @@
 
 namespace lockroom::rpc {
 
-WorkDoneProgress::WorkDoneProgress(Connection& connection, const json& params) : connection_(connection) {
+WorkDoneProgress::WorkDoneProgress(Dispatcher& dispatcher, const json& params) : dispatcher_(dispatcher) {
   if (!params.is_object()) return;
   auto it = params.find("workDoneToken");
   if (it != params.end() && (it->is_string() || it->is_number_integer())) token_ = *it;
@@ -17,7 +17,7 @@ WorkDoneProgress::~WorkDoneProgress() {
 
 void WorkDoneProgress::send(json value) {
   if (!token_) return;
-  connection_.notify("$/progress", json{{"token", *token_}, {"value", std::move(value)}});
+  dispatcher_.notify("$/progress", json{{"token", *token_}, {"value", std::move(value)}});
 }
 
 void WorkDoneProgress::begin(const std::string& title, std::optional<int> percentage, bool cancellable) {

@@ -121,7 +121,7 @@ class Session {
       protocol::read_initialize_params(reader);
       if (!reader.ok()) return reply.error(reader.error());
       lifecycle_.initialized();
-      reply.result(protocol::initialize_result(protocol::ServerInfo{"lockroom", "fuzz"}));
+      reply.result(protocol::initialize_result(protocol::ServerInfo{"lockroom", "fuzz"}, dispatcher_->request_methods()));
     });
     d.on_request("shutdown", [this](const json&, Reply reply) {
       ran_handler();

@@ -18,6 +18,8 @@
 //                          framing, invalid UTF-8, long padding)
 //   >>> body: BYTES        send BYTES (same escapes) framed like a message, for bodies that are
 //                          not valid JSON
+//   >>> file: NAME         send the bytes of file NAME (relative to the transcript's folder) as
+//                          they are, unframed: an input recorded with `serve --input-mirror`
 //   <<< {json}             read the next message from the server and require it to equal this
 //                          JSON exactly (object key order aside; 1 and 1.0 differ). In the
 //                          expected value the string "{{any}}" matches any value and
@@ -96,6 +98,8 @@ class Player {
       case Step::Kind::kSendJson: return send(step, frame(framing_, step.text), ">>> " + clip(step.text));
       case Step::Kind::kSendBody: return send(step, frame(framing_, step.text), ">>> body: " + escape(step.text, 300));
       case Step::Kind::kSendRaw: return send(step, step.text, ">>> raw: " + escape(step.text, 300));
+      case Step::Kind::kSendFile:
+        return send(step, step.text, ">>> file: " + step.value.get<std::string>() + " (" + std::to_string(step.text.size()) + " bytes)");
       case Step::Kind::kExpect: return expect(step);
       case Step::Kind::kCloseStdin:
         if (corked_) fail(step.line, "close-stdin between cork and uncork");
@@ -248,6 +252,19 @@ int run(const std::string& binary, const std::string& path) {
   } catch (const ScriptError& e) {
     std::cout << name << ":" << e.what() << " (an error in the transcript itself)\n";
     return 1;
+  }
+  std::string folder = path.find('/') == std::string::npos ? std::string(".") : path.substr(0, path.find_last_of('/'));
+  for (Step& step : script.steps) {
+    if (step.kind != Step::Kind::kSendFile) continue;
+    std::string file = folder + "/" + step.value.get<std::string>();
+    std::ifstream bytes(file, std::ios::binary);
+    if (!bytes) {
+      std::cout << name << ":line " << step.line << ": cannot read " << file << " (an error in the transcript itself)\n";
+      return 1;
+    }
+    std::stringstream all;
+    all << bytes.rdbuf();
+    step.text = all.str();
   }
   for (const Step& step : script.steps) {
     if (step.kind == Step::Kind::kSkip) {

@@ -108,6 +108,14 @@ Step control_step(const Directive& d) {
 
 Step send_step(const Directive& d) {
   std::string_view head = std::string_view(d.head).substr(4);
+  if (starts_with(head, "file:")) {
+    std::string name = body_of(d, 9, "");
+    while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    if (name.empty()) throw ScriptError(d.line, "file: needs a file name");
+    // The runner reads it (relative to the transcript's folder) before playing.
+    return Step{Step::Kind::kSendFile, d.line, {}, json(name), 0};
+  }
   if (starts_with(head, "raw:") || starts_with(head, "body:")) {
     bool raw = starts_with(head, "raw:");
     std::size_t prefix = 4 + (raw ? 4 : 5);

@@ -30,6 +30,7 @@ struct Step {
     kSendJson,        // >>> {json}
     kSendBody,        // >>> body: TEXT    (framed, but not required to be JSON)
     kSendRaw,         // >>> raw: BYTES    (unframed)
+    kSendFile,        // >>> file: NAME    (a file's bytes, unframed: e.g. an --input-mirror)
     kExpect,          // <<< {json}
     kCloseStdin,      // !!! close-stdin
     kExit,            // !!! exit N

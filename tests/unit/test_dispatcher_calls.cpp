@@ -158,6 +158,7 @@ TEST_CASE("dispatcher: fail_pending_calls calls each back once with the reason",
   for (int i = 0; i < 3; ++i)
     h.d().call("m", nullptr, ms(1000), [&](CallOutcome o) {
       outcomes.push_back(o.error ? std::to_string(o.error->code) + " " + o.error->message : "no error");
+      if (o.error) CHECK(o.error->data == json{{"kind", "unavailable"}});
     });
   h.take();
   CHECK(h.clock.pending() == 3);

@@ -203,6 +203,7 @@ TEST_CASE("dispatcher: abandon_requests answers each request in flight -32803 on
     ids.insert(m["id"].dump());
     CHECK(error_code(m) == codes::kRequestFailed);
     CHECK(error_message(m) == "the server is shutting down");
+    CHECK(m["error"]["data"] == json{{"kind", "unavailable"}});  // every -32803 says its kind
   }
   CHECK(ids == std::set<std::string>{"1", "\"two\""});
   CHECK(h.d().requests_in_flight() == 0);

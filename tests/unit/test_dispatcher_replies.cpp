@@ -239,3 +239,14 @@ TEST_CASE("dispatcher: [bug] a message with an overflowing number is answered -3
   CHECK(all[0]["id"].is_null());
   CHECK(error_code(all[0]) == codes::kParseError);
 }
+
+TEST_CASE("dispatcher: request_methods lists every bound request method, sorted, and no notification", "[dispatcher]") {
+  Harness h;
+  CHECK(h.d().request_methods().empty());
+  h.d().on_request("sandbox/list", [](const json&, Reply reply) { reply.result(nullptr); });
+  h.d().on_request("kit/validate", [](const json&, Reply reply) { reply.result(nullptr); });
+  h.d().on_request("changes/apply", [](const json&, Reply reply) { reply.result(nullptr); });
+  h.d().on_request("kit/validate", [](const json&, Reply reply) { reply.result(1); });  // rebound: still once
+  h.d().on_notification("initialized", [](const json&) {});
+  CHECK(h.d().request_methods() == std::vector<std::string>{"changes/apply", "kit/validate", "sandbox/list"});
+}

@@ -1,6 +1,8 @@
 // Field-naming JSON helpers; see json_fields.h.
 #include "server/egress/policy/json_fields.h"
 
+#include "protocol/nearest_name.h"
+
 namespace lockroom::egress {
 
 std::string describe_json(const json& value) {
@@ -15,7 +17,7 @@ std::string json_type_name(const json& value) {
 }
 
 Error field_error(const std::string& path, const std::string& problem) {
-  return make_error(ErrorCode::kInvalidInput, path + ": " + problem);
+  return make_field_error(path, path + ": " + problem);
 }
 
 Error type_error(const std::string& path, const char* expected, const json& got) {
@@ -31,6 +33,8 @@ Result<void> reject_unknown_fields(const json& object, std::initializer_list<con
       for (const char* name : known) list += (list.empty() ? "" : ", ") + std::string(name);
       std::string key;
       for (char c : it.key().substr(0, 40)) key += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+      std::string close = protocol::nearest_name(it.key(), known);
+      if (!close.empty()) return field_error(path + "." + key, "is not a known field; did you mean \"" + path + "." + close + "\"?");
       return field_error(path + "." + key, "is not a known field (known: " + list + ")");
     }
   }

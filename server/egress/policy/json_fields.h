@@ -18,6 +18,7 @@ using json = nlohmann::json;
 std::string describe_json(const json& value);
 std::string json_type_name(const json& value);
 
+// kInvalidInput "`path`: `problem`", with Error::field = path (sent as data.field at the edge).
 Error field_error(const std::string& path, const std::string& problem);
 // "`path` must be <expected>, got <value>".
 Error type_error(const std::string& path, const char* expected, const json& got);
