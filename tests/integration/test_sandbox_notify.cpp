@@ -187,7 +187,8 @@ TEST_CASE("notify: terminals and pipes start in /workspace, TERM, env order, clo
 
   // sandbox/list: the workspace, the kits, the audit log, where its template came from, the label.
   auto entry = [&] {
-    for (const auto& s : editor.result("sandbox/list", json::object()).at("sandboxes"))
+    json all = editor.result("sandbox/list", json::object());
+    for (const auto& s : all.at("sandboxes"))
       if (s.at("sandboxId") == id) return s;
     FAIL("not listed");
     return json();
