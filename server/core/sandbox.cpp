@@ -319,7 +319,8 @@ std::optional<ProcessInfo> Sandbox::process_info(const std::string& process_id) 
   return std::nullopt;
 }
 
-void Sandbox::finish_process(const std::string& process_id, ProcessExit exit) {
+void Sandbox::finish_process(const std::string& key, ProcessExit exit) {
+  const std::string process_id = key;  // a copy: callers pass the map's own key (wind_down), which the erase below frees
   auto it = processes_.find(process_id);
   if (it == processes_.end()) return;
   std::unique_ptr<Process> p = std::move(it->second);
