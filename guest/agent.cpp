@@ -42,6 +42,11 @@ Agent::Agent(const AgentSettings& settings, Transport transport, bool pid1)
   limits_.on_limit_reached([this](const channel::LimitReached& note) {
     connection_.send_message(protocol::encode_notification(channel::method::kLimitReached, channel::to_json(note)));
   });
+  workspace_.on_changed([this](const std::string& path) {
+    if (!rpc_.ready()) return;  // no host to tell: the next one lists the workspace anyway
+    connection_.send_message(protocol::encode_notification(channel::method::kWorkspaceChanged,
+                                                           channel::to_json(channel::WorkspaceChanged{path})));
+  });
   connection_.set_message_handler([this](std::string_view text) { rpc_.handle(text); });
   connection_.set_session_lost_handler([this](const std::string& why) { on_session_lost(why); });
   bind_methods();
@@ -126,6 +131,7 @@ void Agent::turn() {
   if (files_.ready() || workspace_.ready()) sooner(0);
   bool attached = connection_.state() == Connection::State::kActive;
   if (attached) sooner(limits_.watch_timeout_ms(std::chrono::steady_clock::now()));
+  if (int ms = workspace_.timeout_ms(std::chrono::steady_clock::now()); ms >= 0) sooner(ms);
 
   int n = ::poll(set.fds.data(), set.fds.size(), timeout);
   if (n < 0 && errno != EINTR) log_error(std::string("poll failed: ") + std::strerror(errno));

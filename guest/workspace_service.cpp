@@ -120,6 +120,7 @@ Outcome WorkspaceService::checkout(const json& params) {
   ws.watch.drain();
   ws.watch.take_closed();
   ws.eager.clear();
+  note_seen(p->path, ws);  // a sync changed the files: told like any change
   return out;
 }
 
@@ -235,9 +236,26 @@ Outcome WorkspaceService::export_files(const json& params) {
   return channel::to_json(result);
 }
 
+void WorkspaceService::note_seen(const std::string& path, Workspace& ws) {
+  if (ws.watch.take_seen() && ws.notice.changed(std::chrono::steady_clock::now()) && on_changed_) on_changed_(path);
+}
+
+int WorkspaceService::timeout_ms(std::chrono::steady_clock::time_point now) const {
+  int timeout = -1;
+  for (const auto& [path, ws] : workspaces_)
+    if (auto due = ws->notice.due_in(now)) {
+      int ms = static_cast<int>(due->count());
+      timeout = timeout < 0 ? ms : std::min(timeout, ms);
+    }
+  return timeout;
+}
+
 void WorkspaceService::pump() {
-  for (auto& [path, ws] : workspaces_)
+  auto now = std::chrono::steady_clock::now();
+  for (auto& [path, ws] : workspaces_) {
     if (ws->eager.pending()) ws->eager.work(path, ws->watch.events(), kEagerSliceNs);
+    if (ws->notice.due(now) && on_changed_) on_changed_(path);
+  }
   for (auto it = transfers_.begin(); it != transfers_.end();) {
     it->second->pump();
     if (it->second->done()) {
@@ -262,6 +280,7 @@ void WorkspaceService::add_polls(PollSet& set) {
       if (it == workspaces_.end()) return;
       it->second->watch.drain();
       it->second->eager.queue(it->second->watch.take_closed());
+      note_seen(path, *it->second);
     });
   }
 }

@@ -10,6 +10,8 @@
 //             looked at (workspace_manifest_delta.h). When the host names a manifest it holds
 //             (`since`, one of the last kRememberedManifests), only the differences are sent.
 //   export    sends chosen entries of the latest manifest as records on a stream.
+//   changed   (notification) whatever the watch of a checked-out workspace reads, debounced
+//             (protocol::channel::Debounce, kWorkspaceChangedGapMs): told through on_changed.
 //
 // A sync of a few paths is done by the agent itself (workspace_fast_sync.h), else by git. Each
 // workspace path keeps a stat cache (git's index stands in for it where it has no entry, so even
@@ -19,7 +21,9 @@
 // (workspace_eager_hash.h), a slice per turn, so a manifest finds them ready. Loop thread only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,6 +39,7 @@
 #include "guest/workspace_transfers.h"
 #include "guest/workspace_watch.h"
 #include "guest/poll_set.h"
+#include "protocol/channel/debounce.h"
 #include "protocol/channel/messages.h"
 
 namespace lockroom::agent {
@@ -54,6 +59,10 @@ class WorkspaceService {
 
   void pump();
   bool ready() const;
+  // Where workspace.changed goes (the agent sends it while a host is attached).
+  void on_changed(std::function<void(const std::string& path)> fn) { on_changed_ = std::move(fn); }
+  // Milliseconds until a pending workspace.changed is due, or -1.
+  int timeout_ms(std::chrono::steady_clock::time_point now) const;
   // The workspace watches' descriptors: each is drained when readable.
   void add_polls(PollSet& set);
   void abandon_all();
@@ -73,7 +82,10 @@ class WorkspaceService {
     bool manifest_partial = false;       // partial_records, or (a whole answer) history.latest()
     std::vector<protocol::channel::ManifestEntry> partial_records;
     SentContents sent;               // files sent inline lately: the bases of later deltas
+    protocol::channel::Debounce notice{std::chrono::milliseconds(protocol::channel::kWorkspaceChangedGapMs)};
   };
+  // Tells on_changed_ when the watch of `path` saw something (now, or when the gap has passed).
+  void note_seen(const std::string& path, Workspace& ws);
   Workspace& workspace(const std::string& path, std::size_t cache_entries);
   Outcome start(std::unique_ptr<WorkspaceTransfer> transfer, const char* method, std::uint32_t& stream);
 
@@ -82,6 +94,7 @@ class WorkspaceService {
   std::map<std::uint32_t, std::unique_ptr<WorkspaceTransfer>> transfers_;
   std::int64_t next_manifest_ = 1;
   std::uint64_t next_import_ = 1;
+  std::function<void(const std::string&)> on_changed_;
 };
 
 }  // namespace lockroom::agent

@@ -95,6 +95,7 @@ void WorkspaceWatch::drain() {
     ssize_t n = ::read(fd_, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;  // EAGAIN: nothing more
+    seen_ = true;
     for (char* p = buf; p < buf + n;) {
       const auto* ev = reinterpret_cast<const inotify_event*>(p);
       p += sizeof(inotify_event) + ev->len;

@@ -19,7 +19,8 @@
 // file hashed when events() was N is unchanged since if no event on it is numbered above N (how
 // the agent trusts ids it computed early, workspace_eager_hash.h), as long as nothing was lost
 // and the hash began after the watches were armed. take_closed() hands over the files closed
-// after a write since the last call, the ones worth hashing early. Loop thread only.
+// after a write since the last call, the ones worth hashing early; take_seen() says whether
+// anything at all was read since its last call (workspace.changed). Loop thread only.
 #pragma once
 
 #include <cstddef>
@@ -67,6 +68,12 @@ class WorkspaceWatch {
   std::uint64_t events() const { return events_; }
   // Files closed after a write since the previous call (at most kMaxClosed, oldest first).
   std::vector<std::string> take_closed();
+  // Whether any event (or a loss) was read since the previous call: what workspace.changed tells.
+  bool take_seen() {
+    bool seen = seen_;
+    seen_ = false;
+    return seen;
+  }
 
   std::size_t watches() const { return dirs_.size(); }
 
@@ -89,6 +96,7 @@ class WorkspaceWatch {
   std::uint64_t events_ = 0;
   std::unordered_map<std::string, std::uint64_t> last_event_;
   std::vector<std::string> closed_;
+  bool seen_ = false;
 };
 
 }  // namespace lockroom::agent

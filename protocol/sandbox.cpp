@@ -53,7 +53,26 @@ SandboxCreateParams read_sandbox_create(ParamReader& reader) {
   out.kits = reader.strings("kits", false).value_or(std::vector<std::string>{});
   out.env = reader.string_map("env", false).value_or(std::map<std::string, std::string>{});
   out.workspace = read_workspace(reader, "workspace");
+  out.label = reader.string("label", false).value_or("");
+  check_label(reader, "label", out.label);
   reader.reject_unknown({"network", "secrets"});  // read by the egress parsers (server/api/network_methods.cpp)
+  return out;
+}
+
+void check_label(ParamReader& reader, const char* field, const std::string& label) {
+  if (!reader.ok()) return;
+  if (label.size() > kMaxLabelBytes)
+    return reader.fail(field, "is " + std::to_string(label.size()) + " bytes long; at most " + std::to_string(kMaxLabelBytes) + " are accepted");
+  for (unsigned char c : label)
+    if (c < 0x20 || c == 0x7f) return reader.fail(field, "contains a control character; a label is one line of printable text");
+}
+
+SandboxLabelParams read_sandbox_set_label(ParamReader& reader) {
+  SandboxLabelParams out;
+  out.sandbox_id = reader.string("sandboxId", true).value_or("");
+  out.label = reader.string("label", true).value_or("");
+  check_label(reader, "label", out.label);
+  reader.reject_unknown();
   return out;
 }
 
@@ -155,6 +174,20 @@ json process_exited_json(const std::string& process_id, std::optional<int> exit_
   json out{{"processId", process_id}};
   if (exit_code) out["exitCode"] = *exit_code;
   if (signal) out["signal"] = signal_name(*signal);
+  return out;
+}
+
+json process_info_json(const ProcessInfoWire& info) {
+  json out{{"processId", info.process_id}, {"sandboxId", info.sandbox_id}, {"argv", info.argv}, {"cwd", info.cwd},
+           {"pty", info.pty}, {"origin", info.origin}, {"startedAt", info.started_unix_ms}, {"running", info.running}};
+  if (!info.name.empty()) out["name"] = info.name;
+  if (!info.running) {
+    json exit = json::object();
+    if (info.exit_code) exit["exitCode"] = *info.exit_code;
+    if (info.signal) exit["signal"] = signal_name(*info.signal);
+    if (!info.reason.empty()) exit["reason"] = info.reason;
+    out["exit"] = std::move(exit);
+  }
   return out;
 }
 

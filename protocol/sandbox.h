@@ -26,8 +26,19 @@ struct SandboxCreateParams {
   std::vector<std::string> kits;
   std::map<std::string, std::string> env;
   std::optional<WorkspaceParams> workspace;
+  std::string label;  // the editor's name for it (check_label), "" when not given
 };
 SandboxCreateParams read_sandbox_create(ParamReader& reader);
+
+// A sandbox's label: at most kMaxLabelBytes of UTF-8 text without control characters.
+inline constexpr std::size_t kMaxLabelBytes = 200;
+void check_label(ParamReader& reader, const char* field, const std::string& label);
+
+struct SandboxLabelParams {
+  std::string sandbox_id;
+  std::string label;
+};
+SandboxLabelParams read_sandbox_set_label(ParamReader& reader);
 
 struct SandboxIdParams {
   std::string sandbox_id;
@@ -83,6 +94,23 @@ json limits_json(const LimitsWire& limits);
 
 json process_output_json(const std::string& process_id, const std::string& stream, const std::string& data, bool base64);
 json process_exited_json(const std::string& process_id, std::optional<int> exit_code, std::optional<int> signal);
+// A process as process/list lists it and process/started announces it.
+struct ProcessInfoWire {
+  std::string process_id;
+  std::string sandbox_id;
+  std::vector<std::string> argv;
+  std::string cwd;
+  bool pty = false;
+  std::string origin;  // "client", "kitService", "kitSetup"
+  std::string name;    // a kit service's name, else ""
+  std::int64_t started_unix_ms = 0;
+  bool running = true;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string reason;  // why lockroom ended it ("outputLimit", "sandboxGone"), else ""
+};
+json process_info_json(const ProcessInfoWire& info);
+
 json state_changed_json(const std::string& sandbox_id, const std::string& state, const std::string& reason,
                         const std::string& message);
 

@@ -168,6 +168,20 @@ Result<WorkspaceCheckoutResult> parse_workspace_checkout_result(const json& j) {
   return finish(r, std::move(v));
 }
 
+// ---- changed (notification)
+
+json to_json(const WorkspaceChanged& v) { return json{{"path", v.path}}; }
+
+Result<WorkspaceChanged> parse_workspace_changed(const json& j) {
+  ParamReader r(j);
+  WorkspaceChanged v;
+  auto path = r.string("path", true);
+  if (path) v.path = *path;
+  if (r.ok()) check_text(r, "path", v.path, kMaxPath, true);
+  if (r.ok() && v.path.front() != '/') r.fail("path", "must be absolute");
+  return finish(r, std::move(v));
+}
+
 // ---- manifest
 
 json to_json(const WorkspaceManifestParams& v) {

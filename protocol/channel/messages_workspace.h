@@ -17,6 +17,7 @@ inline constexpr const char* kWorkspaceImport = "workspace.import";
 inline constexpr const char* kWorkspaceCheckout = "workspace.checkout";
 inline constexpr const char* kWorkspaceManifest = "workspace.manifest";
 inline constexpr const char* kWorkspaceExport = "workspace.export";
+inline constexpr const char* kWorkspaceChanged = "workspace.changed";  // notification, agent → host
 }  // namespace method
 
 namespace agent_error {
@@ -133,6 +134,15 @@ struct WorkspaceManifestResult {
   std::int64_t agent_ms = 0;
 };
 
+// workspace.changed (agent → host): the watch of a checked-out workspace saw something happen
+// below `path` (a file written, created, removed or renamed, git's index or ignore files touched,
+// or events lost). Debounced by the agent: at most one per kWorkspaceChangedGapMs per workspace,
+// and the last change is always followed by one. Says only "look again", never what changed.
+inline constexpr std::int64_t kWorkspaceChangedGapMs = 250;
+struct WorkspaceChanged {
+  std::string path = kDefaultWorkspace;
+};
+
 // The mode of a removal record in a partial manifest.
 inline constexpr std::uint32_t kModeRemoved = 0;
 
@@ -160,6 +170,8 @@ Result<WorkspaceImportParams> parse_workspace_import_params(const json& j);
 Result<WorkspaceImportResult> parse_workspace_import_result(const json& j);
 Result<WorkspaceCheckoutParams> parse_workspace_checkout_params(const json& j);
 Result<WorkspaceCheckoutResult> parse_workspace_checkout_result(const json& j);
+json to_json(const WorkspaceChanged& v);
+Result<WorkspaceChanged> parse_workspace_changed(const json& j);
 Result<WorkspaceManifestParams> parse_workspace_manifest_params(const json& j);
 // `bounds` and `inline_content` are what the host asked for: a result announcing more is a lie
 // (inline content only in a partial manifest, and only when asked for).

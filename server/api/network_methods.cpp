@@ -58,6 +58,10 @@ void bind_network_methods(rpc::Connection& connection, core::SandboxManager& man
   });
 }
 
+void send_policy_changed(rpc::Connection& connection, const std::string& sandbox_id, const egress::Policy& policy, const std::string& cause) {
+  connection.notify("network/policyChanged", json{{"sandboxId", sandbox_id}, {"policy", egress::policy_to_json(policy)}, {"cause", cause}});
+}
+
 void send_network_event(rpc::Connection& connection, const std::string& sandbox_id, const egress::AuditRecord& record) {
   json params = egress::audit_record_to_json(record);
   params["sandboxId"] = sandbox_id;

@@ -20,6 +20,9 @@ Result<std::optional<core::NetworkRequest>> read_network_request(const protocol:
 // Registers network/policy; `manager` must outlive the connection's dispatching.
 void bind_network_methods(rpc::Connection& connection, core::SandboxManager& manager);
 
+// network/policyChanged: the running policy (as network/policy returns it) and why it changed.
+void send_policy_changed(rpc::Connection& connection, const std::string& sandbox_id, const egress::Policy& policy, const std::string& cause);
+
 // network/event for one audit record.
 void send_network_event(rpc::Connection& connection, const std::string& sandbox_id, const egress::AuditRecord& record);
 

@@ -75,6 +75,17 @@ void answer_created(const Reply& reply, rpc::WorkDoneProgress& progress, const c
   reply.result(std::move(result));
 }
 
+json process_info_json(const core::ProcessInfo& info) {
+  protocol::ProcessInfoWire wire{info.process_id, info.sandbox_id, info.argv, info.cwd, info.pty, std::string(core::origin_name(info.origin)),
+                                 info.name, info.started_unix_ms, !info.exit.has_value(), std::nullopt, std::nullopt, ""};
+  if (info.exit) {
+    wire.exit_code = info.exit->exit_code;
+    wire.signal = info.exit->signal;
+    wire.reason = core::end_reason_name(info.exit->reason);
+  }
+  return protocol::process_info_json(wire);
+}
+
 json services_json(const std::vector<core::KitServiceStarted>& services) {
   json out = json::array();
   for (const auto& s : services) out.push_back({{"name", s.name}, {"kit", s.kit}, {"processId", s.process_id}});
@@ -88,6 +99,8 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
   core::SandboxManager* m = &manager;
   core::ProcessWatch* w = &watch;
   rpc::Connection* conn = &connection_;
+  manager_ = m;
+  connection_.on_written([this] { resume_paused(); });
 
   d.on_request("sandbox/create", [m, w, conn](const json& params, Reply reply) {
     ParamReader reader(params);
@@ -99,6 +112,8 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
     if (!network) return reply.error(to_rpc_error(network.error()));
     core::CreateRequest request{to_request(p.resources), std::move(p.env), std::nullopt, std::move(*network)};
     if (p.workspace) request.workspace = to_workspace_request(*p.workspace);
+    request.kits = p.kits;
+    request.label = p.label;
     if (*plan) {
       if (auto applied = core::apply_kit_plan(**plan, request); !applied) return reply.error(to_rpc_error(applied.error()));
     }
@@ -126,10 +141,13 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
                 hooks.step = [progress](const std::string& message) { progress->report(message, 95); };
                 bool has_workspace = r->workspace.has_value();
                 std::string id = r->sandbox_id;
+                // The kits' services are heard of (process/started, their output) only after the answer that names them.
+                w->hold(id);
                 core::KitSetup::run(conn->loop(), *m, *w, id, std::move(*plan), has_workspace, std::move(hooks),
-                                    [reply, progress, m, id, created = std::move(*r)](Result<core::KitSetupReport> report) {
+                                    [reply, progress, m, w, id, created = std::move(*r)](Result<core::KitSetupReport> report) {
                                       if (!report) {
                                         progress->end("failed");
+                                        w->drop(id);
                                         m->destroy(id, [](Result<void>) {});
                                         return reply.error(to_rpc_error(report.error()));
                                       }
@@ -140,6 +158,7 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
                                       }
                                       m->announce(id);
                                       answer_created(reply, *progress, created, services_json(report->services));
+                                      w->release(id);
                                     });
               });
   });
@@ -153,9 +172,32 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
       json item{{"sandboxId", s.id}, {"state", core::state_name(s.state)}, {"accel", vm::accel_name(m->accel())},
                 {"ageMs", s.age_ms}, {"processes", s.processes}, {"limits", limits_json(s.limits)}};
       if (s.reason != core::StopReason::kNone) item["reason"] = core::reason_name(s.reason);
+      if (s.facts.workspace) item["workspace"] = *s.facts.workspace;
+      item["kits"] = s.facts.kits;
+      if (s.facts.audit_log) item["auditLog"] = *s.facts.audit_log;
+      if (!s.facts.template_source.empty()) item["templateSource"] = s.facts.template_source;
+      item["label"] = s.facts.label;
       list.push_back(std::move(item));
     }
     reply.result(json{{"sandboxes", std::move(list)}});
+  });
+
+  d.on_request("sandbox/setLabel", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_sandbox_set_label(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    answer_void(reply)(m->set_label(p.sandbox_id, std::move(p.label)));
+  });
+
+  d.on_request("process/list", [m](const json& params, Reply reply) {
+    ParamReader reader(params);
+    auto p = protocol::read_sandbox_id(reader);
+    if (!reader.ok()) return reply.error(reader.error());
+    auto processes = m->processes(p.sandbox_id);
+    if (!processes) return reply.error(to_rpc_error(processes.error()));
+    json list = json::array();
+    for (const auto& info : *processes) list.push_back(process_info_json(info));
+    reply.result(json{{"sandboxId", p.sandbox_id}, {"processes", std::move(list)}});
   });
 
   d.on_request("sandbox/destroy", [m](const json& params, Reply reply) {
@@ -233,14 +275,52 @@ void SandboxMethods::guest_misbehaved(const std::string& sandbox_id, const core:
                      json{{"sandboxId", sandbox_id}, {"source", event.source}, {"count", event.count}, {"entries", entries}, {"message", event.message}});
 }
 
+void SandboxMethods::add_sandbox_id(json& params, const std::string& process_id) const {
+  if (!manager_) return;
+  if (auto sandbox = manager_->sandbox_of(process_id)) params["sandboxId"] = *sandbox;
+}
+
 void SandboxMethods::process_output(const std::string& process_id, core::OutputStream stream, const core::OutputChunk& chunk) {
-  connection_.notify("process/output", protocol::process_output_json(process_id, std::string(core::stream_name(stream)), chunk.data, chunk.base64));
+  json params = protocol::process_output_json(process_id, std::string(core::stream_name(stream)), chunk.data, chunk.base64);
+  add_sandbox_id(params, process_id);
+  connection_.notify("process/output", params);
+  flow_control(process_id);
+}
+
+void SandboxMethods::flow_control(const std::string& process_id) {
+  if (!manager_ || connection_.queued_bytes() <= kOutputHighMark || paused_.count(process_id)) return;
+  paused_.insert(process_id);
+  manager_->pause_output(process_id, true);
+}
+
+void SandboxMethods::resume_paused() {
+  if (paused_.empty() || !manager_ || connection_.queued_bytes() > kOutputLowMark) return;
+  auto paused = std::move(paused_);
+  paused_.clear();
+  // Each resumed process delivers what the channel held at once (and may be paused again).
+  for (const auto& process_id : paused) manager_->pause_output(process_id, false);
 }
 
 void SandboxMethods::process_exited(const std::string& process_id, const core::ProcessExit& exit) {
   json params = protocol::process_exited_json(process_id, exit.exit_code, exit.signal);
   if (exit.reason != core::ProcessEndReason::kNone) params["reason"] = core::end_reason_name(exit.reason);
+  add_sandbox_id(params, process_id);
   connection_.notify("process/exited", params);
+  paused_.erase(process_id);
+}
+
+void SandboxMethods::process_started(const core::ProcessInfo& info) {
+  // The editor knows its own processes from process/start's answer, and a kit's setup steps are lockroom's.
+  if (info.origin == core::ProcessOrigin::kClient || info.origin == core::ProcessOrigin::kKitSetup) return;
+  connection_.notify("process/started", process_info_json(info));
+}
+
+void SandboxMethods::workspace_changed(const std::string& sandbox_id, std::uint64_t version) {
+  connection_.notify("changes/changed", json{{"sandboxId", sandbox_id}, {"version", version}});
+}
+
+void SandboxMethods::network_policy_changed(const std::string& sandbox_id, const egress::Policy& policy, core::PolicyChangeCause cause) {
+  send_policy_changed(connection_, sandbox_id, policy, std::string(core::policy_cause_name(cause)));
 }
 
 }  // namespace lockroom::api

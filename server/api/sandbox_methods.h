@@ -2,8 +2,13 @@
 //
 // Reads params with protocol/sandbox.h, calls the SandboxManager, answers with the documented
 // results (protocol/sandboxes.md), and turns core events into sandbox/stateChanged,
-// sandbox/limitReached, process/output and process/exited notifications. Loop thread only.
+// sandbox/limitReached, process/output, process/exited, process/started (processes the editor did
+// not start: kit services), changes/changed and network/policyChanged notifications. Loop
+// thread only.
 #pragma once
+
+#include <set>
+#include <string>
 
 #include "server/core/sandbox_events.h"
 #include "server/core/process_watch.h"
@@ -14,6 +19,8 @@ namespace lockroom::api {
 
 class SandboxMethods final : public core::SandboxEvents {
  public:
+  static constexpr std::size_t kOutputHighMark = 1u << 20;
+  static constexpr std::size_t kOutputLowMark = 256u << 10;
   explicit SandboxMethods(rpc::Connection& connection) : connection_(connection) {}
   // Registers the methods; `manager` and `watch` (the process watch between the manager and
   // these events, for kits' setup processes) must outlive the connection's dispatching.
@@ -22,6 +29,9 @@ class SandboxMethods final : public core::SandboxEvents {
   void state_changed(const std::string& id, core::SandboxState state, core::StopReason reason, const std::string& message) override;
   void process_output(const std::string& process_id, core::OutputStream stream, const core::OutputChunk& chunk) override;
   void process_exited(const std::string& process_id, const core::ProcessExit& exit) override;
+  void process_started(const core::ProcessInfo& info) override;
+  void workspace_changed(const std::string& sandbox_id, std::uint64_t version) override;
+  void network_policy_changed(const std::string& sandbox_id, const egress::Policy& policy, core::PolicyChangeCause cause) override;
   void limit_reached(const std::string& sandbox_id, const core::LimitEvent& event) override;
   void guest_misbehaved(const std::string& sandbox_id, const core::MisbehaviourEvent& event) override;
   void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) override;
@@ -31,7 +41,18 @@ class SandboxMethods final : public core::SandboxEvents {
   void set_client_can_approve(std::function<bool()> fn) { client_can_approve_ = std::move(fn); }
 
  private:
+  // sandboxId for process/* notifications.
+  void add_sandbox_id(protocol::json& params, const std::string& process_id) const;
+
+  // Flow control: a process whose output finds more than kOutputHighMark bytes queued for the
+  // editor is paused (its output stays in the guest, held by the channel's credit) until the
+  // queue is down to kOutputLowMark.
+  void flow_control(const std::string& process_id);
+  void resume_paused();
+
   rpc::Connection& connection_;
+  core::SandboxManager* manager_ = nullptr;
+  std::set<std::string> paused_;
   std::function<bool()> client_can_approve_;
 };
 

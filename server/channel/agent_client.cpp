@@ -41,12 +41,19 @@ AgentClient::AgentClient(GuestChannel& channel, AgentTimeouts timeouts) : channe
     if (on_limit_reached_) on_limit_reached_(*note);
     return {};
   });
+  channel_.on_notification(wire::method::kWorkspaceChanged, [this](const json& params) -> Result<void> {
+    auto note = wire::parse_workspace_changed(params);
+    if (!note) return note.error();
+    if (checked_out_.count(note->path) && on_workspace_changed_) on_workspace_changed_(note->path);
+    return {};
+  });
 }
 
 AgentClient::~AgentClient() {
   *alive_ = false;
   channel_.on_notification(wire::method::kProcessExited, [](const json&) -> Result<void> { return {}; });
   channel_.on_notification(wire::method::kLimitReached, [](const json&) -> Result<void> { return {}; });
+  channel_.on_notification(wire::method::kWorkspaceChanged, [](const json&) -> Result<void> { return {}; });
   for (auto& [pid, proc] : processes_)
     for (std::uint32_t s : {proc->streams.stdin_stream, proc->streams.stdout_stream, proc->streams.stderr_stream, proc->streams.pty_stream})
       if (s) channel_.detach(s);

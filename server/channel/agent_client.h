@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -82,6 +83,11 @@ class AgentClient {
   void set_limits(const wire::LimitsParams& params, Done<wire::LimitsResult> done);
   // The agent's limit.reached notifications, checked (a malformed one fails the channel).
   void on_limit_reached(std::function<void(const wire::LimitReached&)> handler) { on_limit_reached_ = std::move(handler); }
+  // The agent's workspace.changed notifications (the watch of a workspace saw something), for
+  // workspaces this client checked out; a malformed one fails the channel, one for a path this
+  // client never checked out is dropped (a guest restored from a workspace template may tell
+  // before the new checkout).
+  void on_workspace_changed(std::function<void(const std::string& path)> handler) { on_workspace_changed_ = std::move(handler); }
 
   void start_process(const wire::ProcessStartParams& params, ProcessEvents events, Done<wire::ProcessStartResult> done);
   // Bytes for the process's stdin (or terminal). kLimitExceeded when too much is already
@@ -157,6 +163,8 @@ class AgentClient {
   std::shared_ptr<Net> net_;
   std::map<std::int64_t, std::unique_ptr<Proc>> processes_;
   std::function<void(const wire::LimitReached&)> on_limit_reached_;
+  std::function<void(const std::string&)> on_workspace_changed_;
+  std::set<std::string> checked_out_;  // workspace paths sent a workspace.checkout
   std::size_t lost_starts_ = 0;  // process.start calls we gave up on: their exits are unknown to us
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

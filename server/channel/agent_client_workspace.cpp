@@ -88,6 +88,7 @@ void AgentClient::import_workspace(const wire::WorkspaceCheckoutParams& checkout
   auto check_out = [this, alive, checkout, finish, started, pack_count, size] {
     if (alive.expired()) return;
     auto stored = std::chrono::steady_clock::now();
+    checked_out_.insert(checkout.path);  // its watch tells from now on (even before the answer)
     workspace_call<wire::WorkspaceCheckoutResult>(
         channel_, alive, wire::method::kWorkspaceCheckout, wire::to_json(checkout), timeouts_.files,
         [checkout](const json& j) -> Result<wire::WorkspaceCheckoutResult> {

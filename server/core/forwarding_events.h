@@ -25,6 +25,11 @@ class ForwardingEvents : public SandboxEvents {
     next_.process_bytes(process_id, stream, bytes);
   }
   void process_exited(const std::string& process_id, const ProcessExit& exit) override { next_.process_exited(process_id, exit); }
+  void process_started(const ProcessInfo& info) override { next_.process_started(info); }
+  void workspace_changed(const std::string& sandbox_id, std::uint64_t version) override { next_.workspace_changed(sandbox_id, version); }
+  void network_policy_changed(const std::string& sandbox_id, const egress::Policy& policy, PolicyChangeCause cause) override {
+    next_.network_policy_changed(sandbox_id, policy, cause);
+  }
   void limit_reached(const std::string& sandbox_id, const LimitEvent& event) override { next_.limit_reached(sandbox_id, event); }
   void guest_misbehaved(const std::string& sandbox_id, const MisbehaviourEvent& event) override { next_.guest_misbehaved(sandbox_id, event); }
   void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) override {

@@ -76,6 +76,7 @@ void KitSetup::write_file(const kits::KitFile& file) {
   ProcessSpec spec;
   spec.argv = {"/bin/sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\" && chmod \"$2\" \"$1\"", "sh", file.path, mode};
   spec.cwd = "/";
+  spec.origin = ProcessOrigin::kKitSetup;
   std::string what = "the kit file " + file.path;
   auto self = shared_from_this();
   manager_.start_process(sandbox_id_, spec, [self, what, content = file.content](Result<std::string> r) {
@@ -97,6 +98,7 @@ void KitSetup::run_command(const kits::KitCommand& command) {
   ProcessSpec spec;
   spec.argv = {"/bin/sh", "-c", command.run};
   spec.cwd = directory(command.cwd);
+  spec.origin = ProcessOrigin::kKitSetup;
   std::string what = "`" + command.run + "` (kit " + command.kit + ")";
   auto self = shared_from_this();
   auto timeout = std::chrono::seconds(command.timeout_seconds);
@@ -135,6 +137,8 @@ void KitSetup::start_services(std::size_t index) {
   ProcessSpec spec;
   spec.argv = {"/bin/sh", "-c", "exec " + service.run};
   spec.cwd = directory(service.cwd);
+  spec.origin = ProcessOrigin::kKitService;
+  spec.name = service.name;
   auto self = shared_from_this();
   manager_.start_process(sandbox_id_, spec, [self, index](Result<std::string> r) {
     const kits::KitService& s = self->plan_.services[index];

@@ -8,7 +8,9 @@
 //             (then it is killed); a failure names the command, its kit, the exit status and the
 //             last lines of its output
 //   services  `sh -c "exec RUN"`, started last and left running as normal processes (their
-//             output goes to the editor like any process's); their process ids are reported
+//             output goes to the editor like any process's, origin kitService; the editor face
+//             holds the sandbox's process events until its create answered: ProcessWatch::hold);
+//             their process ids are reported
 // The caller destroys the sandbox when setup fails. Loop thread only.
 #pragma once
 

@@ -1,7 +1,9 @@
 // Sandbox; see sandbox.h.
 #include "server/core/sandbox.h"
 
+#include <algorithm>
 #include <csignal>
+#include <cstdlib>
 
 #include <spdlog/spdlog.h>
 
@@ -62,6 +64,23 @@ std::string_view end_reason_name(ProcessEndReason reason) {
   return "";
 }
 
+std::string_view origin_name(ProcessOrigin origin) {
+  switch (origin) {
+    case ProcessOrigin::kClient: return "client";
+    case ProcessOrigin::kKitService: return "kitService";
+    case ProcessOrigin::kKitSetup: return "kitSetup";
+  }
+  return "client";
+}
+
+std::string_view policy_cause_name(PolicyChangeCause cause) {
+  switch (cause) {
+    case PolicyChangeCause::kApproval: return "approval";
+    case PolicyChangeCause::kRequest: return "request";
+  }
+  return "request";
+}
+
 std::string_view limit_name(LimitKind limit) {
   switch (limit) {
     case LimitKind::kDisk: return "disk";
@@ -76,7 +95,11 @@ std::string_view limit_name(LimitKind limit) {
 struct Sandbox::Process {
   std::int64_t pid = 0;  // in the guest; 0 until process.start answers
   bool pty = false;
-  std::uint64_t output_bytes = 0;
+  ProcessInfo info;
+  bool paused = false;                     // flow control: output left in the guest
+  std::optional<ProcessExit> pending_exit;  // came while paused: reported once the held output is out
+  std::chrono::steady_clock::time_point window_start = std::chrono::steady_clock::now();  // a pty's output window
+  std::uint64_t output_bytes = 0;  // in the whole life (pipes) or the current window (pty)
   bool over_limit = false;
   OutputTextEncoder encoders[3];
   OutputTextEncoder& encoder(OutputStream s) { return encoders[static_cast<int>(s)]; }
@@ -101,6 +124,10 @@ void Sandbox::adopt(std::unique_ptr<vm::Vm> vm, std::unique_ptr<GuestLink> link)
   auto alive = alive_;
   link_->agent().on_limit_reached([this, alive](const wire::LimitReached& note) {
     if (*alive) on_guest_limit(note);
+  });
+  changes_ = std::make_unique<ChangeNotice>(loop_, [this](std::uint64_t version) { events_.workspace_changed(id_, version); });
+  link_->agent().on_workspace_changed([this, alive](const std::string&) {
+    if (*alive && changes_ && state_ == SandboxState::kReady) changes_->changed();
   });
   set_state(SandboxState::kReady, StopReason::kNone, "");
   arm_lifetime();
@@ -179,10 +206,16 @@ void Sandbox::start_process(const std::string& process_id, const ProcessSpec& sp
   auto& proc = processes_[process_id];
   proc = std::make_unique<Process>();
   proc->pty = spec.pty.has_value();
+  // Terminals and pipes alike start where the work is: the workspace, when there is one.
+  std::optional<std::string> cwd = spec.cwd;
+  if (!cwd && workspace_) cwd = SandboxWorkspace::kGuestPath;
+  proc->info = ProcessInfo{process_id, id_, spec.argv, cwd.value_or("/"), proc->pty, spec.origin, spec.name,
+                           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+                           std::nullopt};
 
   wire::ProcessStartParams params;
   params.argv = spec.argv;
-  params.cwd = spec.cwd;
+  params.cwd = cwd;
   for (const auto& [k, v] : env_) params.env.emplace_back(k, v);
   for (const auto& [k, v] : spec.env) params.env.emplace_back(k, v);
   if (spec.pty) params.pty = wire::TerminalSize{spec.pty->first, spec.pty->second};
@@ -203,8 +236,7 @@ void Sandbox::start_process(const std::string& process_id, const ProcessSpec& sp
     if (!*alive) return;
     Process* p = find(process_id);
     if (!p) return;
-    ProcessExit exit{exited.exit_code, exited.signal, p->over_limit ? ProcessEndReason::kOutputLimit : ProcessEndReason::kNone};
-    finish_process(process_id, exit);
+    on_exit(process_id, ProcessExit{exited.exit_code, exited.signal, p->over_limit ? ProcessEndReason::kOutputLimit : ProcessEndReason::kNone});
   };
   link_->agent().start_process(params, std::move(events), [this, alive, process_id, done](Result<wire::ProcessStartResult> r) {
     if (!*alive) return;
@@ -213,7 +245,10 @@ void Sandbox::start_process(const std::string& process_id, const ProcessSpec& sp
       processes_.erase(process_id);
       return done(r.error());
     }
-    if (p) p->pid = r->pid;
+    if (p) {
+      p->pid = r->pid;
+      if (p->paused && link_) link_->agent().pause_output(p->pid, true);
+    }
     done({});
   });
 }
@@ -221,6 +256,13 @@ void Sandbox::start_process(const std::string& process_id, const ProcessSpec& sp
 void Sandbox::on_output(const std::string& process_id, OutputStream stream, std::string_view bytes) {
   Process* p = find(process_id);
   if (!p || p->over_limit) return;
+  if (p->pty) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - p->window_start >= kPtyOutputWindow) {
+      p->window_start = now;
+      p->output_bytes = 0;
+    }
+  }
   std::uint64_t room = limits_.max_output_bytes - std::min(limits_.max_output_bytes, p->output_bytes);
   bool exceeds = bytes.size() > room;
   std::string_view allowed_bytes = exceeds ? bytes.substr(0, room) : bytes;
@@ -231,19 +273,61 @@ void Sandbox::on_output(const std::string& process_id, OutputStream stream, std:
   }
   if (exceeds) {
     p->over_limit = true;
+    std::string within = p->pty ? " bytes within " + std::to_string(kPtyOutputWindow.count()) + " s (resources.maxOutputBytes, per window on a terminal)"
+                                : " bytes (resources.maxOutputBytes)";
     report_limit(LimitEvent{LimitKind::kOutput,
                             "process " + process_id + " wrote more than its output limit of " + std::to_string(limits_.max_output_bytes) +
-                                " bytes (resources.maxOutputBytes) and is killed",
+                                within + " and is killed",
                             process_id, static_cast<std::int64_t>(limits_.max_output_bytes)});
     if (p->pid && link_) link_->agent().signal(p->pid, SIGKILL, [](Result<void>) {});
   }
 }
 
-void Sandbox::finish_process(const std::string& process_id, ProcessExit exit) {
+void Sandbox::on_exit(const std::string& process_id, ProcessExit exit) {
+  Process* p = find(process_id);
+  if (!p) return;
+  if (p->paused) {
+    p->pending_exit = exit;  // output the channel still holds comes first (pause_output)
+    return;
+  }
+  finish_process(process_id, exit);
+}
+
+void Sandbox::pause_output(const std::string& process_id, bool paused) {
+  Process* p = find(process_id);
+  if (!p || p->paused == paused) return;
+  p->paused = paused;
+  auto alive = alive_;
+  if (p->pid && link_) link_->agent().pause_output(p->pid, paused);  // resuming delivers what was held, now
+  if (!*alive || paused) return;
+  p = find(process_id);
+  if (p && p->pending_exit && !p->paused) finish_process(process_id, *p->pending_exit);
+}
+
+std::vector<ProcessInfo> Sandbox::processes() const {
+  std::vector<ProcessInfo> out(exited_.begin(), exited_.end());
+  for (const auto& [id, p] : processes_) out.push_back(p->info);
+  auto number = [](const std::string& id) { return id.size() > 2 ? std::strtoull(id.c_str() + 2, nullptr, 10) : 0; };
+  std::sort(out.begin(), out.end(), [&](const ProcessInfo& a, const ProcessInfo& b) { return number(a.process_id) < number(b.process_id); });
+  return out;
+}
+
+std::optional<ProcessInfo> Sandbox::process_info(const std::string& process_id) const {
+  if (auto it = processes_.find(process_id); it != processes_.end()) return it->second->info;
+  for (const auto& info : exited_)
+    if (info.process_id == process_id) return info;
+  return std::nullopt;
+}
+
+void Sandbox::finish_process(const std::string& key, ProcessExit exit) {
+  const std::string process_id = key;  // a copy: callers pass the map's own key (wind_down), which the erase below frees
   auto it = processes_.find(process_id);
   if (it == processes_.end()) return;
   std::unique_ptr<Process> p = std::move(it->second);
   processes_.erase(it);
+  p->info.exit = exit;
+  exited_.push_back(p->info);
+  if (exited_.size() > kMaxExitedKept) exited_.pop_front();
   for (OutputStream s : {OutputStream::kStdout, OutputStream::kStderr, OutputStream::kPty})
     if (auto tail = p->encoder(s).flush(); !tail.empty()) events_.process_output(process_id, s, tail);
   events_.process_exited(process_id, exit);
@@ -318,6 +402,7 @@ void Sandbox::wind_down(StopReason reason, const std::string& message) {
   close_handle(health_);
   close_handle(channel_grace_);
   // Every process gets its exit, then the channel goes; QEMU last.
+  changes_.reset();
   while (!processes_.empty())
     finish_process(processes_.begin()->first, ProcessExit{std::nullopt, SIGKILL, ProcessEndReason::kSandboxGone});
   network_.reset();    // resets every guest connection

@@ -6,12 +6,16 @@
 // process, also when the sandbox goes away under it. Output is encoded as text or base64 per
 // stream and counted against the per-process limit; past it the process is killed. Every limit
 // met (output, lifetime, and the guest's own reports: disk, processes, memory) is reported once
-// through SandboxEvents::limit_reached; the guest's reports are checked and rate-limited.
-// Loop thread only.
+// through SandboxEvents::limit_reached; the guest's reports are checked and rate-limited. A pty's
+// output is limited per window instead (an interactive shell lives long). The agent's
+// workspace.changed notifications become workspace_changed events (ChangeNotice: debounced,
+// versioned). A process's exit is reported after all of its output the channel holds (flow
+// control may hold some). Loop thread only.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "server/core/change_notice.h"
 #include "server/core/guest_link.h"
 #include "server/core/resources.h"
 #include "server/core/sandbox_events.h"
@@ -31,9 +36,20 @@ namespace lockroom::core {
 
 struct ProcessSpec {
   std::vector<std::string> argv;
-  std::optional<std::string> cwd;
+  std::optional<std::string> cwd;  // default: /workspace when the sandbox has a workspace, else the agent's (/)
   std::map<std::string, std::string> env;
   std::optional<std::pair<int, int>> pty;  // cols, rows
+  ProcessOrigin origin = ProcessOrigin::kClient;
+  std::string name;  // a kit service's name
+};
+
+// What sandbox/list says of a sandbox besides its state (set by the manager when it is created).
+struct SandboxFacts {
+  std::optional<std::string> workspace;  // the host folder copied in
+  std::vector<std::string> kits;         // as named in the create request
+  std::optional<std::string> audit_log;  // with networking
+  std::string template_source;           // "memory", "cache", "booted", "workspace"
+  std::string label;                     // the editor's, bounded and printable
 };
 
 class Sandbox {
@@ -59,6 +75,18 @@ class Sandbox {
   Result<void> close_stdin(const std::string& process_id);
   void resize(const std::string& process_id, int cols, int rows, std::function<void(Result<void>)> done);
   void signal(const std::string& process_id, int signal, std::function<void(Result<void>)> done);
+  // Flow control: while paused, the process's output is not taken from the guest (the channel's
+  // credit stops it there); an exit that arrives meanwhile waits for what is still held.
+  void pause_output(const std::string& process_id, bool paused);
+  // The live processes and the last kMaxExitedKept exited ones, in start order.
+  std::vector<ProcessInfo> processes() const;
+  std::optional<ProcessInfo> process_info(const std::string& process_id) const;
+  static constexpr std::size_t kMaxExitedKept = 64;
+  // A pty process may write at most limits().max_output_bytes per window (fixed windows from its
+  // start); a pipe process at most that in its whole life.
+  static constexpr std::chrono::seconds kPtyOutputWindow{60};
+  const SandboxFacts& facts() const { return facts_; }
+  SandboxFacts& facts() { return facts_; }
 
   const std::string& id() const { return id_; }
   SandboxState state() const { return state_; }
@@ -67,6 +95,7 @@ class Sandbox {
   std::size_t live_processes() const { return processes_.size(); }
   std::chrono::steady_clock::time_point created() const { return created_; }
   bool has_process(const std::string& process_id) const { return processes_.count(process_id) != 0; }
+  bool has_workspace() const { return workspace_ != nullptr; }
   // The workspace copied into this sandbox, if any (owned by the sandbox, gone when it stops).
   void attach_workspace(std::unique_ptr<SandboxWorkspace> workspace) { workspace_ = std::move(workspace); }
   // The workspace and the agent to act on it with, while the sandbox is ready.
@@ -92,6 +121,7 @@ class Sandbox {
   void arm_lifetime();
   void check_health();
   void report_limit(LimitEvent event);
+  void on_exit(const std::string& process_id, ProcessExit exit);
   void on_guest_limit(const protocol::channel::LimitReached& note);
   Result<void> allowed(SandboxOp op) const { return check_allowed(op, state_, id_, reason_ == StopReason::kNone ? "" : std::string(reason_name(reason_))); }
 
@@ -108,6 +138,9 @@ class Sandbox {
   std::unique_ptr<SandboxWorkspace> workspace_;  // before link_ goes: its operations use the agent
   std::unique_ptr<SandboxNetwork> network_;      // before link_ goes: its connections are the agent's
   std::map<std::string, std::unique_ptr<Process>> processes_;
+  std::deque<ProcessInfo> exited_;  // the last kMaxExitedKept, oldest first
+  std::unique_ptr<ChangeNotice> changes_;  // workspace.changed → workspace_changed, while the link is up
+  SandboxFacts facts_;
   uv_timer_t* lifetime_ = nullptr;
   uv_timer_t* health_ = nullptr;
   uv_timer_t* channel_grace_ = nullptr;

@@ -60,6 +60,28 @@ struct ProcessExit {
   ProcessEndReason reason = ProcessEndReason::kNone;
 };
 
+// Who started a process: the client (process/start), or lockroom on its behalf (a kit's service,
+// a kit's file writer or setup command).
+enum class ProcessOrigin { kClient, kKitService, kKitSetup };
+std::string_view origin_name(ProcessOrigin origin);  // "client", "kitService", "kitSetup"
+
+// A process as process/list and process/started describe it.
+struct ProcessInfo {
+  std::string process_id;
+  std::string sandbox_id;
+  std::vector<std::string> argv;
+  std::string cwd;  // as started (the default filled in)
+  bool pty = false;
+  ProcessOrigin origin = ProcessOrigin::kClient;
+  std::string name;  // a kit service's name, else empty
+  std::int64_t started_unix_ms = 0;
+  std::optional<ProcessExit> exit;  // set once it exited
+};
+
+// Why a running sandbox's network policy changed.
+enum class PolicyChangeCause { kApproval, kRequest };
+std::string_view policy_cause_name(PolicyChangeCause cause);  // "approval", "request"
+
 class SandboxEvents {
  public:
   virtual ~SandboxEvents() = default;
@@ -72,6 +94,14 @@ class SandboxEvents {
   virtual void limit_reached(const std::string& sandbox_id, const LimitEvent& event) {}
   // The guest misbehaved (MisbehaviourEvent); default: nothing.
   virtual void guest_misbehaved(const std::string& sandbox_id, const MisbehaviourEvent& event) {}
+  // A process started that the events' consumer may not know of (every process: a consumer that
+  // started it itself knows its id from the start's answer); default: nothing.
+  virtual void process_started(const ProcessInfo& info) {}
+  // The guest's workspace changed (debounced, version only grows); default: nothing.
+  virtual void workspace_changed(const std::string& sandbox_id, std::uint64_t version) {}
+  // The running network policy changed (an allowSandbox answer added a rule, or a request
+  // replaced it); default: nothing.
+  virtual void network_policy_changed(const std::string& sandbox_id, const egress::Policy& policy, PolicyChangeCause cause) {}
   // Each egress decision of a sandbox with networking (the audit record); default: nothing.
   virtual void network_event(const std::string& sandbox_id, const egress::AuditRecord& record) {}
   // A host no rule covers, when the policy says "ask": answer allow once / for the sandbox /

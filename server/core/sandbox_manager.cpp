@@ -63,9 +63,29 @@ void SandboxManager::destroy(const std::string& sandbox_id, std::function<void(R
 
 std::vector<SandboxSummary> SandboxManager::list() const {
   std::vector<SandboxSummary> out;
-  for (const auto& [id, s] : sandboxes_)
-    out.push_back(SandboxSummary{id, s->state(), s->reason(), ms_since(s->created()), s->live_processes(), s->limits(), s->qemu_pid()});
+  for (const auto& [id, s] : sandboxes_) {
+    out.push_back(SandboxSummary{id, s->state(), s->reason(), ms_since(s->created()), s->live_processes(), s->limits(), s->qemu_pid(), s->facts()});
+  }
   return out;
+}
+
+Result<void> SandboxManager::set_label(const std::string& sandbox_id, std::string label) {
+  auto sandbox = sandbox_for(sandbox_id);
+  if (!sandbox) return sandbox.error();
+  (*sandbox)->facts().label = std::move(label);
+  return {};
+}
+
+Result<std::vector<ProcessInfo>> SandboxManager::processes(const std::string& sandbox_id) {
+  auto sandbox = sandbox_for(sandbox_id);
+  if (!sandbox) return sandbox.error();
+  return (*sandbox)->processes();
+}
+
+void SandboxManager::pause_output(const std::string& process_id, bool paused) {
+  auto it = process_owner_.find(process_id);
+  if (it == process_owner_.end()) return;
+  if (auto s = sandboxes_.find(it->second); s != sandboxes_.end()) s->second->pause_output(process_id, paused);
 }
 
 void SandboxManager::shutdown(std::function<void()> done) {
@@ -88,13 +108,18 @@ void SandboxManager::start_process(const std::string& sandbox_id, ProcessSpec sp
   if (!sandbox) return done(sandbox.error());
   std::string process_id = "p-" + std::to_string(next_process_++);
   process_owner_[process_id] = sandbox_id;
-  (*sandbox)->start_process(process_id, spec, [this, alive = alive_, process_id, done](Result<void> r) {
+  (*sandbox)->start_process(process_id, spec, [this, alive = alive_, sandbox_id, process_id, done](Result<void> r) {
     if (!*alive) return;
     if (!r) {
       process_owner_.erase(process_id);
       return done(r.error());
     }
     done(process_id);
+    // After the starter's answer, so that it can claim or hold the process first (ProcessWatch).
+    if (!*alive) return;
+    auto s = sandboxes_.find(sandbox_id);
+    if (s == sandboxes_.end()) return;
+    if (auto info = s->second->process_info(process_id)) events_.process_started(*info);
   });
 }
 
@@ -197,13 +222,22 @@ void SandboxManager::process_bytes(const std::string& process_id, OutputStream s
 
 void SandboxManager::process_exited(const std::string& process_id, const ProcessExit& exit) {
   events_.process_exited(process_id, exit);
-  process_owner_.erase(process_id);
+  auto it = process_owner_.find(process_id);
+  if (it == process_owner_.end()) return;
+  exited_owner_[process_id] = it->second;
+  exited_order_.push_back(process_id);
+  if (exited_order_.size() > kMaxExitedOwners) {
+    exited_owner_.erase(exited_order_.front());
+    exited_order_.pop_front();
+  }
+  process_owner_.erase(it);
 }
 
 std::optional<std::string> SandboxManager::sandbox_of(const std::string& process_id) const {
   auto it = process_owner_.find(process_id);
-  if (it == process_owner_.end()) return std::nullopt;
-  return it->second;
+  if (it != process_owner_.end()) return it->second;
+  if (auto e = exited_owner_.find(process_id); e != exited_owner_.end()) return e->second;
+  return std::nullopt;
 }
 
 }  // namespace lockroom::core

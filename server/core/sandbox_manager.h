@@ -8,11 +8,14 @@
 // workspace's template when there is one and sends only what changed since; after an import the
 // pool (re)builds that template in the background. A restore that fails from a cached template
 // drops it and tries once more from a fresh one. Templates are never used as sandboxes and
-// restored sandboxes are never reused. Process ids are global ("p-7") and map to their sandbox.
+// restored sandboxes are never reused. Process ids are unique per manager ("p-7", never reused)
+// and map to their sandbox; every started process is told (process_started) right after its
+// start answered.
 // Loop thread only.
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -61,6 +64,9 @@ struct CreateRequest {
   // sandbox's state changes are held back, so a create that fails in the caller's part, too,
   // leaves no word of a sandbox the editor never got.
   bool caller_announces = false;
+  // For sandbox/list: the kits named, and the editor's label (already checked: bounded, printable).
+  std::vector<std::string> kits{};
+  std::string label{};
 };
 
 struct CreateTimings {
@@ -104,6 +110,7 @@ struct SandboxSummary {
   std::size_t processes;
   Resources limits;
   int qemu_pid = 0;  // 0 when no VM runs
+  SandboxFacts facts;
 };
 
 using CreateProgress = std::function<void(const std::string& message, int percent)>;
@@ -127,12 +134,19 @@ class SandboxManager : private SandboxEvents {
   Result<SandboxNetwork*> network(const std::string& sandbox_id);
   // The sandbox's workspace and its agent, for one synchronous call that starts an operation.
   Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> workspace(const std::string& sandbox_id);
-  // The sandbox a live process runs in (also while its process_exited is being reported).
+  // The sandbox a process runs in (also while its process_exited is being reported, and for the
+  // last kMaxExitedOwners exited processes after).
   std::optional<std::string> sandbox_of(const std::string& process_id) const;
   Result<void> write_stdin(const std::string& process_id, std::string_view bytes);
   Result<void> close_stdin(const std::string& process_id);
   void resize(const std::string& process_id, int cols, int rows, std::function<void(Result<void>)> done);
   void signal(const std::string& process_id, int signal, std::function<void(Result<void>)> done);
+  // Flow control of one process's output (Sandbox::pause_output); unknown ids are ignored.
+  void pause_output(const std::string& process_id, bool paused);
+  // The sandbox's processes, live and lately exited (Sandbox::processes).
+  Result<std::vector<ProcessInfo>> processes(const std::string& sandbox_id);
+  // The editor's label for a sandbox (checked by the caller: bounded, printable).
+  Result<void> set_label(const std::string& sandbox_id, std::string label);
 
   // Ends every sandbox (reason serverShutdown), stops a background template build and drops the
   // templates; `done` runs after.
@@ -146,6 +160,9 @@ class SandboxManager : private SandboxEvents {
   void process_output(const std::string& process_id, OutputStream stream, const OutputChunk& chunk) override;
   void process_bytes(const std::string& process_id, OutputStream stream, std::string_view bytes) override;
   void process_exited(const std::string& process_id, const ProcessExit& exit) override;
+  void workspace_changed(const std::string& sandbox_id, std::uint64_t version) override {
+    if (!unannounced_.count(sandbox_id)) events_.workspace_changed(sandbox_id, version);
+  }
   void limit_reached(const std::string& sandbox_id, const LimitEvent& event) override { events_.limit_reached(sandbox_id, event); }
   void guest_misbehaved(const std::string& sandbox_id, const MisbehaviourEvent& event) override { events_.guest_misbehaved(sandbox_id, event); }
 
@@ -195,6 +212,10 @@ class SandboxManager : private SandboxEvents {
   std::set<std::string> unannounced_;
   std::function<void(Result<CreateResult>)> announce_when_created(bool caller_announces, std::function<void(Result<CreateResult>)> done);
   std::map<std::string, std::string> process_owner_;  // process id -> sandbox id
+  // Exited processes' sandboxes, for events told after the exit (a held kit service's), bounded.
+  std::map<std::string, std::string> exited_owner_;
+  std::deque<std::string> exited_order_;
+  static constexpr std::size_t kMaxExitedOwners = 4096;
   std::uint64_t next_process_ = 1;
   bool shutting_down_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -81,6 +81,22 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
   auto timings = std::make_shared<CreateTimings>();
   auto alive = alive_;
   done = announce_when_created(request.caller_announces, std::move(done));
+  // What sandbox/list tells of it besides its state.
+  std::optional<std::string> workspace_path;
+  if (request.workspace) workspace_path = request.workspace->path;
+  done = [this, alive, workspace_path, kits = std::move(request.kits), label = std::move(request.label),
+          done = std::move(done)](Result<CreateResult> result) {
+    if (*alive && result)
+      if (auto it = sandboxes_.find(result->sandbox_id); it != sandboxes_.end()) {
+        SandboxFacts& facts = it->second->facts();
+        facts.workspace = workspace_path;
+        facts.kits = kits;
+        facts.label = label;
+        facts.template_source = template_source_name(result->template_source);
+        if (result->audit_log) facts.audit_log = result->audit_log->string();
+      }
+    done(std::move(result));
+  };
 
   // The guest starts while the workspace is snapshotted; the two meet in join().
   struct Join {
@@ -212,6 +228,9 @@ void SandboxManager::finish_create(const std::string& id, std::unique_ptr<Sandbo
   };
   hooks.on_event = [this, alive, id](const egress::AuditRecord& record) {
     if (*alive) events_.network_event(id, record);
+  };
+  hooks.on_policy_changed = [this, alive, id](const egress::Policy& policy, PolicyChangeCause cause) {
+    if (*alive) events_.network_policy_changed(id, policy, cause);
   };
   auto audit_log = config_.paths.state / "audit" / (id + ".jsonl");
   auto held = std::make_shared<std::unique_ptr<SandboxWorkspace>>(std::move(workspace));

@@ -40,11 +40,27 @@ void SandboxNetwork::start(uv_loop_t* loop, std::string sandbox_id, NetworkReque
         options.secret_values = std::move(*values);
         options.audit_log = audit_log;
         for (const auto& file : request.upstream_ca_files) options.upstream_tls.extra_ca_files.push_back(file.string());
-        options.approve = std::move(hooks.approve);
+        // An allowSandbox answer adds a rule to the running policy (as the proxy takes the answer):
+        // told right after.
+        auto self = std::make_shared<std::weak_ptr<SandboxNetwork*>>();
+        if (hooks.approve)
+          options.approve = [approve = std::move(hooks.approve), self](const egress::ApprovalQuestion& question, egress::ApprovalReply reply) {
+            auto answered = std::make_shared<bool>(false);
+            approve(question, [reply, self, answered](egress::ApprovalOutcome outcome) {
+              if (*answered) return reply(outcome);  // ignored by the proxy
+              *answered = true;
+              bool adds_rule = outcome.answer == egress::ApprovalAnswer::kAllowSandbox;
+              reply(outcome);
+              auto box = self->lock();
+              if (adds_rule && box && *box && (*box)->on_policy_changed_)
+                (*box)->on_policy_changed_((*box)->policy(), PolicyChangeCause::kApproval);
+            });
+          };
         options.on_event = std::move(hooks.on_event);
         auto proxy = egress::Proxy::create(loop, std::move(options));
         if (!proxy) return done(make_error(proxy.error().code, "cannot start the sandbox's network proxy: " + proxy.error().message));
-        std::unique_ptr<SandboxNetwork> network(new SandboxNetwork(std::move(*proxy), audit_log));
+        std::unique_ptr<SandboxNetwork> network(new SandboxNetwork(std::move(*proxy), audit_log, std::move(hooks.on_policy_changed)));
+        *self = network->self_;
         egress::Proxy* raw = network->proxy_.get();
         agent.on_connection([raw](std::unique_ptr<channel::GuestConnection> connection) {
           auto kind = connection->kind();
@@ -69,9 +85,12 @@ void SandboxNetwork::start(uv_loop_t* loop, std::string sandbox_id, NetworkReque
       });
 }
 
-SandboxNetwork::~SandboxNetwork() = default;
+SandboxNetwork::~SandboxNetwork() { *self_ = nullptr; }
 
-void SandboxNetwork::set_policy(egress::Policy policy) { proxy_->set_policy(std::move(policy)); }
+void SandboxNetwork::set_policy(egress::Policy policy) {
+  proxy_->set_policy(std::move(policy));
+  if (on_policy_changed_) on_policy_changed_(proxy_->policy(), PolicyChangeCause::kRequest);
+}
 
 const egress::Policy& SandboxNetwork::policy() const { return proxy_->policy(); }
 

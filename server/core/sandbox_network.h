@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "server/channel/agent_client.h"
+#include "server/core/sandbox_events.h"
 #include "server/common/result.h"
 #include "server/egress/engine/proxy.h"
 #include "server/egress/policy/rules.h"
@@ -35,6 +36,8 @@ struct NetworkRequest {
 struct NetworkHooks {
   egress::ApprovalHook approve;                             // unset: unmatched hosts are denied
   std::function<void(const egress::AuditRecord&)> on_event;  // each decision
+  // The running policy changed: an allowSandbox answer added a rule, or set_policy replaced it.
+  std::function<void(const egress::Policy&, PolicyChangeCause)> on_policy_changed;
 };
 
 class SandboxNetwork {
@@ -48,6 +51,7 @@ class SandboxNetwork {
                     Done<std::unique_ptr<SandboxNetwork>> done);
   ~SandboxNetwork();
 
+  // Replaces the policy (network/policy) and tells on_policy_changed (cause kRequest).
   void set_policy(egress::Policy policy);
   const egress::Policy& policy() const;
   const std::filesystem::path& audit_log() const { return audit_log_; }
@@ -56,10 +60,14 @@ class SandboxNetwork {
   static std::vector<egress::Rule> default_allow();
 
  private:
-  SandboxNetwork(std::unique_ptr<egress::Proxy> proxy, std::filesystem::path audit_log)
-      : proxy_(std::move(proxy)), audit_log_(std::move(audit_log)) {}
+  SandboxNetwork(std::unique_ptr<egress::Proxy> proxy, std::filesystem::path audit_log,
+                 std::function<void(const egress::Policy&, PolicyChangeCause)> on_policy_changed)
+      : proxy_(std::move(proxy)), audit_log_(std::move(audit_log)), on_policy_changed_(std::move(on_policy_changed)) {}
   std::unique_ptr<egress::Proxy> proxy_;
   std::filesystem::path audit_log_;
+  std::function<void(const egress::Policy&, PolicyChangeCause)> on_policy_changed_;
+  // Points at this network while it lives, for approval answers that come later.
+  std::shared_ptr<SandboxNetwork*> self_ = std::make_shared<SandboxNetwork*>(this);
 };
 
 }  // namespace lockroom::core

@@ -53,6 +53,10 @@ class Connection {
 
   void notify(std::string_view method, const json& params) { dispatcher_.notify(method, params); }
   void log_message(MessageType type, const std::string& message);
+  // Flow control: bytes written but not yet taken by the editor, and a callback after each write
+  // to it completes (the queue shrank).
+  std::size_t queued_bytes() const { return transport_.queued_bytes(); }
+  void on_written(std::function<void()> fn) { transport_.on_written(std::move(fn)); }
 
  private:
   void on_bytes(std::string_view bytes);

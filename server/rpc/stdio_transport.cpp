@@ -194,6 +194,7 @@ void StdioTransport::flush() {
   int written = uv_try_write(out_stream_, &buf, 1);
   if (written == static_cast<int>(outbuf_.size())) {
     outbuf_.clear();
+    if (on_written_) on_written_();
     return maybe_finish_close();
   }
   if (written < 0 && written != UV_EAGAIN) return fail(uv_problem("writing stdout failed", written));
@@ -215,6 +216,7 @@ void StdioTransport::flush() {
     self->in_flight_bytes_ = 0;
     if (status < 0) return self->fail(uv_problem("writing stdout failed", status));
     self->flush();
+    if (self->on_written_) self->on_written_();
   });
   if (rc < 0) {
     delete req;

@@ -39,6 +39,8 @@ class StdioTransport {
   // Flushes what is queued, then closes the handles; `done` runs once everything is closed.
   void close(std::function<void()> done);
   std::size_t queued_bytes() const { return outbuf_.size() + in_flight_bytes_; }
+  // Runs after each write to the output completes (queued_bytes() has shrunk): for flow control.
+  void on_written(std::function<void()> fn) { on_written_ = std::move(fn); }
 
  private:
   static void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf);
@@ -70,6 +72,7 @@ class StdioTransport {
   bool reading_ = false;
   bool closing_ = false;
   bool failed_ = false;
+  std::function<void()> on_written_;
   std::function<void()> close_done_;
 };
 

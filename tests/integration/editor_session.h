@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "protocol/channel/base64.h"
+#include "server/api/network_methods.h"
 #include "server/api/sandbox_methods.h"
 #include "server/api/workspace_methods.h"
 #include "server/rpc/connection.h"
@@ -48,6 +49,7 @@ class Editor {
     methods_ = std::make_unique<api::SandboxMethods>(*connection_);
     methods_->bind(*w.manager, w.watch);
     api::bind_workspace_methods(*connection_, *w.manager);
+    api::bind_network_methods(*connection_, *w.manager);
     REQUIRE(connection_->start([] {}).ok());
     w.events.editor_events = methods_.get();
   }
@@ -98,6 +100,19 @@ class Editor {
     return reply["error"];
   }
 
+  // A slow editor: stops (or starts again) reading what the server sends.
+  void pause_reading(bool paused) {
+    auto* stream = reinterpret_cast<uv_stream_t*>(from_server_);
+    if (paused) uv_read_stop(stream);
+    else uv_read_start(stream, on_alloc, on_read);
+  }
+  // What the server has queued for this editor and not yet written (flow control).
+  std::size_t server_queued_bytes() const { return connection_->queued_bytes(); }
+
+  // Every message the server sent, in order (replies and notifications together).
+  std::vector<json> messages;
+  // The id the next ask() uses.
+  int next_id() const { return next_id_; }
   // Every notification the server sent (a message with "method" and no "id"), in order.
   std::vector<json> notifications;
   // The params of those named `method`, in order.
@@ -125,6 +140,7 @@ class Editor {
       json message = json::parse(event.text, nullptr, false);
       CHECK_FALSE(message.is_discarded());
       if (!message.is_object()) continue;
+      self->messages.push_back(message);
       if (message.contains("id") && !message.contains("method")) self->replies_[message["id"].get<int>()] = message;
       if (message.contains("method") && !message.contains("id")) self->notifications.push_back(message);
     }

@@ -41,13 +41,30 @@ struct Recorder final : core::SandboxEvents {
   void state_changed(const std::string& id, core::SandboxState s, core::StopReason r, const std::string&) override {
     states.emplace_back(id, s, r);
   }
-  void process_output(const std::string& pid, core::OutputStream, const core::OutputChunk& chunk) override {
+  void process_output(const std::string& pid, core::OutputStream stream, const core::OutputChunk& chunk) override {
     REQUIRE_FALSE(chunk.base64);
     output[pid] += chunk.data;
+    if (editor_events) editor_events->process_output(pid, stream, chunk);
+  }
+  std::vector<core::ProcessInfo> started;                      // every process_started
+  std::vector<std::pair<std::string, std::uint64_t>> changes;  // sandbox id, version (workspace_changed)
+  std::vector<std::tuple<std::string, egress::Policy, core::PolicyChangeCause>> policy_changes;
+  void process_started(const core::ProcessInfo& info) override {
+    started.push_back(info);
+    if (editor_events) editor_events->process_started(info);
+  }
+  void workspace_changed(const std::string& id, std::uint64_t version) override {
+    changes.emplace_back(id, version);
+    if (editor_events) editor_events->workspace_changed(id, version);
+  }
+  void network_policy_changed(const std::string& id, const egress::Policy& policy, core::PolicyChangeCause cause) override {
+    policy_changes.emplace_back(id, policy, cause);
+    if (editor_events) editor_events->network_policy_changed(id, policy, cause);
   }
   std::vector<std::pair<std::string, core::MisbehaviourEvent>> misbehaved;  // sandbox id, what it sent
   // Also passed on to an editor's events when one is set (the Editor of editor_session.h sets its
-  // api::SandboxMethods while it lives), so sandbox/misbehaved reaches it as under `lockroom serve`.
+  // api::SandboxMethods while it lives), so sandbox/misbehaved, process/*, changes/changed and
+  // network/policyChanged reach it as under `lockroom serve`.
   core::SandboxEvents* editor_events = nullptr;
   void guest_misbehaved(const std::string& id, const core::MisbehaviourEvent& event) override {
     misbehaved.emplace_back(id, event);
@@ -64,6 +81,7 @@ struct Recorder final : core::SandboxEvents {
   void process_exited(const std::string& pid, const core::ProcessExit& exit) override {
     REQUIRE_FALSE(exits.count(pid));  // exactly one exit per process
     exits[pid] = exit;
+    if (editor_events) editor_events->process_exited(pid, exit);
   }
   bool reached(const std::string& id, core::SandboxState state) const {
     for (const auto& [i, s, r] : states)

@@ -347,6 +347,14 @@ TEST_CASE("approvals from a guest: not declared, deny, no answer, allow once, al
   REQUIRE_FALSE(rules.empty());
   CHECK(rules.front().name == "user");
   CHECK(rules.front().host.text() == "localhost");
+  // The allowSandbox answer's rule was told once, with the whole new policy (network/policyChanged).
+  std::vector<std::tuple<std::string, egress::Policy, core::PolicyChangeCause>> told;
+  for (const auto& change : w.events.policy_changes)
+    if (std::get<0>(change) == sb.id) told.push_back(change);
+  REQUIRE(told.size() == 1);
+  CHECK(std::get<2>(told[0]) == core::PolicyChangeCause::kApproval);
+  CHECK(std::get<1>(told[0]).rules.size() == rules.size());
+  CHECK(std::get<1>(told[0]).rules.front().name == "user");
 
   // Each record says what came of the approval: the user's answers under the rule "user", the
   // rest under the policy's own rule with why nobody answered.
