@@ -44,7 +44,7 @@ json initialize_result(const ServerInfo& info) {
               {{"protocolVersion", 1},
                {"cancellation", true},
                {"workDoneProgress", true},
-               {"methods", json::array({"lockroom/echo", "sandbox/create", "sandbox/list", "sandbox/destroy", "process/start",
+               {"methods", json::array({"lockroom/echo", "sandbox/create", "sandbox/list", "sandbox/destroy", "sandbox/attach", "process/start",
                                          "process/write", "process/closeStdin", "process/resize", "process/signal", "changes/list", "changes/diff",
                                          "changes/content", "changes/apply", "changes/discard", "workspace/sync", "network/policy"})}}}}},
        }},

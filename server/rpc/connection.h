@@ -47,6 +47,9 @@ class Connection {
 
   void notify(std::string_view method, const json& params) { dispatcher_.notify(method, params); }
   void log_message(MessageType type, const std::string& message);
+  // Bytes outside any message, after what is queued (a shared server's end-of-session record to
+  // its bridge, server/serve/hello.h).
+  void write_raw(std::string_view bytes) { transport_.write(bytes); }
 
  private:
   void on_bytes(std::string_view bytes);
