@@ -13,6 +13,10 @@
 // until `changes_grace` after it was detached, then destroyed the same way. Attaching a
 // detached sandbox stops the timer and hands over what was kept. A sandbox that ends on its own
 // while detached is forgotten. Loop thread only.
+//
+// A new kind of core event must be routed here (and kept in the ReplayBuffer) by hand: the
+// router is the one SandboxEvents that cannot forward what it does not know, since it has to
+// know the event's sandbox to pick the connection; an event it does not override is dropped.
 #pragma once
 
 #include <chrono>
