@@ -31,7 +31,10 @@ Session::Session(SessionServices services, SessionId id, rpc::ConnectionOptions 
   own.listed = [router, id](const std::string& sandbox_id, json& entry) {
     switch (router->relation(id, sandbox_id)) {
       case SessionRouter::Relation::kMine: entry["attached"] = true; return true;
-      case SessionRouter::Relation::kDetached: entry["attached"] = false; return true;
+      case SessionRouter::Relation::kDetached:
+        entry["attached"] = false;
+        entry["detachedMs"] = router->detached_ms(sandbox_id).value_or(0);
+        return true;
       case SessionRouter::Relation::kOther:    // another live connection's: not this editor's business
       case SessionRouter::Relation::kUnknown:  // still being created, or being destroyed unowned
         return false;

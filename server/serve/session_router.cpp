@@ -69,6 +69,12 @@ SessionRouter::Relation SessionRouter::relation(SessionId id, const std::string&
   return Relation::kUnknown;
 }
 
+std::optional<std::int64_t> SessionRouter::detached_ms(const std::string& sandbox_id) const {
+  auto it = detached_.find(sandbox_id);
+  if (it == detached_.end()) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - it->second->since).count();
+}
+
 bool SessionRouter::owns_any(SessionId id) const {
   for (const auto& [sandbox, owner] : owner_)
     if (owner == id) return true;

@@ -97,6 +97,8 @@ class SessionRouter final : public core::SandboxEvents {
   Relation relation(SessionId id, const std::string& sandbox_id) const;
   bool owns_any(SessionId id) const;
   std::size_t detached() const { return detached_.size(); }
+  // How long a detached sandbox has been detached, in ms.
+  std::optional<std::int64_t> detached_ms(const std::string& sandbox_id) const;
 
   // Makes a detached sandbox `id`'s. Refused (wrongState) when another live connection has it,
   // notFound when the router never heard of it.

@@ -102,6 +102,7 @@ TEST_CASE("reload: a sandbox outlives its window, and the next window attaches i
   auto entry = listed(two, sandbox);
   REQUIRE(entry);
   CHECK((*entry)["attached"] == false);
+  CHECK((*entry)["detachedMs"].get<int>() >= 1000);
   CHECK((*entry)["state"] == "ready");
 
   json attached = two.result("sandbox/attach", json{{"sandboxId", sandbox}});
