@@ -75,12 +75,6 @@ std::optional<std::int64_t> SessionRouter::detached_ms(const std::string& sandbo
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - it->second->since).count();
 }
 
-bool SessionRouter::owns_any(SessionId id) const {
-  for (const auto& [sandbox, owner] : owner_)
-    if (owner == id) return true;
-  return false;
-}
-
 void SessionRouter::detach(const std::string& sandbox_id) {
   owner_.erase(sandbox_id);
   auto d = std::make_unique<Detached>();

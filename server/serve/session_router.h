@@ -95,7 +95,6 @@ class SessionRouter final : public core::SandboxEvents {
 
   enum class Relation { kMine, kDetached, kOther, kUnknown };
   Relation relation(SessionId id, const std::string& sandbox_id) const;
-  bool owns_any(SessionId id) const;
   std::size_t detached() const { return detached_.size(); }
   // How long a detached sandbox has been detached, in ms.
   std::optional<std::int64_t> detached_ms(const std::string& sandbox_id) const;
