@@ -107,7 +107,7 @@ run() {
 for mode in sequential pipelined; do
   pin=$pin_sequential
   [[ $mode == pipelined ]] && pin=$pin_pipelined
-  run lockroom $mode "$pin" "$lockroom" serve --stdio
+  run lockroom $mode "$pin" "$lockroom" serve --stdio --standalone
   run node $mode "$pin" "$node_bin" "$peer_dir/echo-server.js"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)

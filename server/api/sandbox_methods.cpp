@@ -94,6 +94,18 @@ json services_json(const std::vector<core::KitServiceStarted>& services) {
 
 }  // namespace
 
+json sandbox_entry_json(const core::SandboxManager& m, const core::SandboxSummary& s) {
+  json item{{"sandboxId", s.id}, {"state", core::state_name(s.state)}, {"accel", vm::accel_name(m.accel())},
+            {"ageMs", s.age_ms}, {"processes", s.processes}, {"limits", limits_json(s.limits)}};
+  if (s.reason != core::StopReason::kNone) item["reason"] = core::reason_name(s.reason);
+  if (s.facts.workspace) item["workspace"] = *s.facts.workspace;
+  item["kits"] = s.facts.kits;
+  if (s.facts.audit_log) item["auditLog"] = *s.facts.audit_log;
+  if (!s.facts.template_source.empty()) item["templateSource"] = s.facts.template_source;
+  item["label"] = s.facts.label;
+  return item;
+}
+
 void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& watch) {
   rpc::Dispatcher& d = connection_.dispatcher();
   core::SandboxManager* m = &manager;
@@ -101,8 +113,9 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
   rpc::Connection* conn = &connection_;
   manager_ = m;
   connection_.on_written([this] { resume_paused(); });
+  std::shared_ptr<SandboxOwnership> own = ownership_;
 
-  d.on_request("sandbox/create", [m, w, conn](const json& params, Reply reply) {
+  d.on_request("sandbox/create", [m, w, conn, own](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_sandbox_create(reader);
     if (!reader.ok()) return reply.error(reader.error());
@@ -118,12 +131,22 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
       if (auto applied = core::apply_kit_plan(**plan, request); !applied) return reply.error(to_rpc_error(applied.error()));
     }
     core::finish_network(request);
+    if (own && own->client_env && request.network) {
+      for (auto& secret : request.network->secrets)
+        if (secret.from.kind == egress::SecretSource::Kind::kEnv) secret.from.environment = own->client_env;
+    }
     request.caller_announces = true;  // after the kits' setup, right before the answer
     auto progress = std::make_shared<rpc::WorkDoneProgress>(*conn, params);
     progress->begin("Starting sandbox", 0, /*cancellable=*/true);  // a cancelled create is destroyed, never handed out
     m->create(std::move(request),
               [progress](const std::string& message, int percent) { progress->report(message, percent); },
-              [reply, progress, m, w, conn, plan = std::move(*plan)](Result<core::CreateResult> r) mutable {
+              [reply, progress, m, w, conn, own, plan = std::move(*plan)](Result<core::CreateResult> r) mutable {
+                // With a shared server the connection may have ended meanwhile: then nothing of
+                // it may be touched (progress, conn), and nobody will ever get this sandbox's id.
+                if (own && own->claim && !(r ? own->claim(r->sandbox_id) : own->connected())) {
+                  if (r) m->destroy(r->sandbox_id, [](Result<void>) {});
+                  return;
+                }
                 if (!r) {
                   progress->end("failed");
                   return reply.error(to_rpc_error(r.error()));
@@ -144,7 +167,7 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
                 // The kits' services are heard of (process/started, their output) only after the answer that names them.
                 w->hold(id);
                 core::KitSetup::run(conn->loop(), *m, *w, id, std::move(*plan), has_workspace, std::move(hooks),
-                                    [reply, progress, m, w, id, created = std::move(*r)](Result<core::KitSetupReport> report) {
+                                    [reply, progress, m, w, id, own, created = std::move(*r)](Result<core::KitSetupReport> report) {
                                       if (!report) {
                                         progress->end("failed");
                                         w->drop(id);
@@ -157,26 +180,22 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
                                         return;
                                       }
                                       m->announce(id);
+                                      if (own && own->started)
+                                        for (const auto& service : report->services) own->started(id, service.process_id);
                                       answer_created(reply, *progress, created, services_json(report->services));
                                       w->release(id);
                                     });
               });
   });
 
-  d.on_request("sandbox/list", [m](const json& params, Reply reply) {
+  d.on_request("sandbox/list", [m, own](const json& params, Reply reply) {
     ParamReader reader(params);
     reader.reject_unknown();  // it takes none (workDoneToken aside)
     if (!reader.ok()) return reply.error(reader.error());
     json list = json::array();
     for (const auto& s : m->list()) {
-      json item{{"sandboxId", s.id}, {"state", core::state_name(s.state)}, {"accel", vm::accel_name(m->accel())},
-                {"ageMs", s.age_ms}, {"processes", s.processes}, {"limits", limits_json(s.limits)}};
-      if (s.reason != core::StopReason::kNone) item["reason"] = core::reason_name(s.reason);
-      if (s.facts.workspace) item["workspace"] = *s.facts.workspace;
-      item["kits"] = s.facts.kits;
-      if (s.facts.audit_log) item["auditLog"] = *s.facts.audit_log;
-      if (!s.facts.template_source.empty()) item["templateSource"] = s.facts.template_source;
-      item["label"] = s.facts.label;
+      json item = sandbox_entry_json(*m, s);
+      if (own && own->listed && !own->listed(s.id, item)) continue;
       list.push_back(std::move(item));
     }
     reply.result(json{{"sandboxes", std::move(list)}});
@@ -207,14 +226,15 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
     m->destroy(p.sandbox_id, answer_void(reply));
   });
 
-  d.on_request("process/start", [m](const json& params, Reply reply) {
+  d.on_request("process/start", [m, own](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_process_start(reader);
     if (!reader.ok()) return reply.error(reader.error());
     core::ProcessSpec spec{std::move(p.argv), std::move(p.cwd), std::move(p.env), std::nullopt};
     if (p.pty) spec.pty = std::make_pair(p.pty->cols, p.pty->rows);
-    m->start_process(p.sandbox_id, std::move(spec), [reply](Result<std::string> id) {
+    m->start_process(p.sandbox_id, std::move(spec), [reply, own, sandbox_id = p.sandbox_id](Result<std::string> id) {
       if (!id) return reply.error(to_rpc_error(id.error()));
+      if (own && own->started) own->started(sandbox_id, *id);
       reply.result(json{{"processId", *id}});
     });
   });

@@ -7,6 +7,8 @@
 // thread only.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -16,6 +18,25 @@
 #include "server/rpc/connection.h"
 
 namespace lockroom::api {
+
+// A shared server's say in which sandboxes a connection sees (server/serve/session.h); unset,
+// the connection owns every sandbox of the manager (`serve --standalone`, `lockroom run`).
+struct SandboxOwnership {
+  // A create succeeded: the sandbox becomes the connection's. False when the connection is gone
+  // (the sandbox is then destroyed: nobody got its id).
+  std::function<bool(const std::string& sandbox_id)> claim;
+  std::function<bool()> connected;  // whether the connection is still there (with claim)
+  // A process the editor was told of (process/start's answer, a kit's service).
+  std::function<void(const std::string& sandbox_id, const std::string& process_id)> started;
+  // sandbox/list: adds what the connection should know to `entry` ("attached"), or false to
+  // leave the sandbox out.
+  std::function<bool(const std::string& sandbox_id, protocol::json& entry)> listed;
+  // The editor's environment, where secrets `from: {env}` are read (null: this process's).
+  std::shared_ptr<const std::map<std::string, std::string>> client_env;
+};
+
+// One sandbox/list entry (also sandbox/attach's `sandbox`).
+protocol::json sandbox_entry_json(const core::SandboxManager& manager, const core::SandboxSummary& summary);
 
 class SandboxMethods final : public core::SandboxEvents {
  public:
@@ -39,6 +60,8 @@ class SandboxMethods final : public core::SandboxEvents {
 
   // Whether the editor declared at initialize that it answers network/approve.
   void set_client_can_approve(std::function<bool()> fn) { client_can_approve_ = std::move(fn); }
+  // Before bind(): the shared server's ownership hooks (see SandboxOwnership).
+  void set_ownership(SandboxOwnership ownership) { ownership_ = std::make_shared<SandboxOwnership>(std::move(ownership)); }
 
  private:
   // sandboxId for process/* notifications.
@@ -54,6 +77,7 @@ class SandboxMethods final : public core::SandboxEvents {
   core::SandboxManager* manager_ = nullptr;
   std::set<std::string> paused_;
   std::function<bool()> client_can_approve_;
+  std::shared_ptr<SandboxOwnership> ownership_;
 };
 
 }  // namespace lockroom::api

@@ -9,17 +9,14 @@
 #include <spdlog/spdlog.h>
 #include <uv.h>
 
-#include "server/api/control_endpoints.h"
-#include "server/api/sandbox_methods.h"
-#include "server/api/kit_methods.h"
-#include "server/api/network_methods.h"
-#include "server/api/workspace_methods.h"
 #include "server/cli/command.h"
 #include "server/cli/sandbox_config.h"
+#include "server/common/paths.h"
 #include "server/common/uv_handle.h"
-#include "server/rpc/builtin_methods.h"
-#include "server/rpc/connection.h"
-#include "server/rpc/lsp_server.h"
+#include "server/serve/bridge.h"
+#include "server/serve/server_core.h"
+#include "server/serve/session.h"
+#include "server/serve/shared_server.h"
 
 namespace lockroom::cli {
 
@@ -49,7 +46,7 @@ class SignalWatch {
   std::vector<uv_signal_t*> handles_;
 };
 
-// run_serve with the settings that ServeOptions does not carry (yet): the upstream CA files.
+// How `serve` runs (serve.h): in-process, as the shared server, or as a bridge to it.
 int serve(const ServeOptions& options, const std::string& version, const std::vector<std::filesystem::path>& upstream_ca_files);
 
 }  // namespace
@@ -58,7 +55,8 @@ int run_serve(const ServeOptions& options, const std::string& version) { return 
 
 namespace {
 
-int serve(const ServeOptions& options, const std::string& version, const std::vector<std::filesystem::path>& upstream_ca_files) {
+// The editor on stdio, the sandboxes in this process: end of stdin ends everything.
+int serve_standalone(const ServeOptions& options, const std::string& version, const std::vector<std::filesystem::path>& upstream_ca_files) {
   // A closed stdout must surface as EPIPE on write, not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -66,46 +64,33 @@ int serve(const ServeOptions& options, const std::string& version, const std::ve
   uv_loop_init(&loop);
   int exit_code = 1;
   {
+    core::ManagerConfig config = sandbox_config();
+    config.upstream_ca_files = upstream_ca_files;
+    serve::ServerCore core(&loop, config, serve::RouterOptions{});
     rpc::ConnectionOptions conn_options;
     conn_options.framing = options.framing;
     conn_options.max_message_bytes = options.max_message_bytes;
     conn_options.input_mirror = options.input_mirror;
-    rpc::Connection connection(&loop, conn_options);
+    serve::Session session(core.services(protocol::ServerInfo{"lockroom", version}, options.test_mode), 1, conn_options, nullptr,
+                           "the editor on stdio");
     SignalWatch* signals = nullptr;
     bool finishing = false;
-
-    api::SandboxMethods events(connection);
-    core::ManagerConfig config = sandbox_config();
-    config.upstream_ca_files = upstream_ca_files;
-    // Each sandbox also serves `lockroom diff` / `lockroom apply` from other processes.
-    api::ControlEndpoints control(&loop, config.paths.state, events);
-    core::ProcessWatch processes(control);  // the kits' setup processes are lockroom's, not the editor's
-    core::SandboxManager manager(&loop, config, processes);
-    control.attach(manager);
     auto finish = [&](int code) {
       if (finishing) return;
       finishing = true;
       exit_code = code;
       if (signals) signals->close();
       // Sandboxes end first (their last notifications still reach the editor), then the pipe.
-      manager.shutdown([&] { connection.close([] {}); });
+      core.manager.shutdown([&] { session.close("", [] {}); });
     };
-    rpc::LspServer server(connection, protocol::ServerInfo{"lockroom", version}, finish);
-    rpc::register_builtin_methods(connection);
-    events.bind(manager, processes);
-    api::bind_workspace_methods(connection, manager);
-    api::bind_network_methods(connection, manager);
-    api::bind_kit_methods(connection.dispatcher(), &loop);
-    events.set_client_can_approve([&server] { return server.client().network_approval; });
-    if (options.test_mode) rpc::register_test_methods(connection);
 
     SignalWatch watch(&loop, [&](int signum) {
       spdlog::info("received signal {}; shutting down", signum);
-      finish(server.lifecycle().exit_code());
+      finish(session.lsp().lifecycle().exit_code());
     });
     signals = &watch;
 
-    if (auto started = connection.start([&] { server.editor_gone(); }); !started) {
+    if (auto started = session.start(finish); !started) {
       spdlog::error("cannot start the server: {}", started.error().message);
       finish(1);
       exit_code = 1;
@@ -117,6 +102,43 @@ int serve(const ServeOptions& options, const std::string& version, const std::ve
   uv_run(&loop, UV_RUN_DEFAULT);
   if (int rc = uv_loop_close(&loop); rc != 0) spdlog::error("bug: handles left open at exit ({})", uv_strerror(rc));
   return exit_code;
+}
+
+std::string seconds_arg(std::chrono::milliseconds ms) { return fmt::format("{}", ms.count() / 1000.0); }
+
+int serve(const ServeOptions& options, const std::string& version, const std::vector<std::filesystem::path>& upstream_ca_files) {
+  Paths paths = default_paths();
+  std::filesystem::path dir = options.server_dir.empty() ? server_dir(paths) : options.server_dir;
+  if (options.mode == ServeMode::kServer) {
+    core::ManagerConfig config = sandbox_config();
+    config.upstream_ca_files = upstream_ca_files;
+    serve::SharedServerOptions server;
+    server.dir = dir;
+    server.log = options.log_file.empty() ? paths.state / "server.log" : options.log_file;
+    server.idle_exit = options.idle_exit;
+    server.router.grace = options.detached_grace;
+    server.router.changes_grace = options.detached_changes_grace;
+    server.test_mode = options.test_mode;
+    return serve::run_shared_server(server, std::move(config), protocol::ServerInfo{"lockroom", version});
+  }
+  if (options.mode == ServeMode::kStandalone) return serve_standalone(options, version, upstream_ca_files);
+
+  serve::BridgeOptions bridge;
+  bridge.dir = dir;
+  bridge.log = paths.state / "server.log";
+  bridge.version = version;
+  bridge.framing = options.framing;
+  bridge.max_message_bytes = options.max_message_bytes;
+  // What a server this bridge starts is given (a running server keeps its own settings).
+  bridge.server_args = {"--detached-grace", seconds_arg(options.detached_grace), "--detached-changes-grace",
+                        seconds_arg(options.detached_changes_grace), "--idle-exit", seconds_arg(options.idle_exit),
+                        "--log-level", options.log_level};
+  for (const auto& ca : upstream_ca_files) {
+    bridge.server_args.push_back("--upstream-ca");
+    bridge.server_args.push_back(ca.string());
+  }
+  if (options.test_mode) bridge.server_args.push_back("--test-mode");
+  return serve::run_bridge(bridge);
 }
 
 }  // namespace
@@ -141,8 +163,43 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
                   "also trust the CAs in this PEM file for upstream HTTPS (e.g. a corporate CA; repeatable)")
       ->check(CLI::ExistingFile)
       ->allow_extra_args(false);
-  cmd->callback([&ctx, options, framing, upstream_ca] {
+  // The shared server (a window reload ends only the window's connection): server/serve/.
+  auto standalone = std::make_shared<bool>(false);
+  auto shared = std::make_shared<bool>(false);
+  auto server = std::make_shared<bool>(false);
+  auto server_dir = std::make_shared<std::string>();
+  auto grace = std::make_shared<double>(15 * 60);
+  auto changes_grace = std::make_shared<double>(24 * 3600);
+  auto idle_exit = std::make_shared<double>(120);
+  cmd->add_flag("--standalone", *standalone,
+                "keep the sandboxes in this process: end of stdin ends them all (default with --test-mode)");
+  cmd->add_flag("--shared", *shared, "use the per-user shared server even with --test-mode");
+  cmd->add_flag("--server", *server, "be the per-user shared server (started by `serve --stdio` when there is none)");
+  cmd->add_option("--server-dir", *server_dir,
+                  "the shared server's folder (default: $LOCKROOM_SERVER_DIR, else $XDG_RUNTIME_DIR/lockroom, else <state dir>/server)");
+  cmd->add_option("--detached-grace", *grace,
+                  "seconds a sandbox whose connection ended is kept for a new one to attach it (for a server this starts)")
+      ->check(CLI::Range(0.0, 365.0 * 86400))
+      ->capture_default_str();
+  cmd->add_option("--detached-changes-grace", *changes_grace,
+                  "the same, for a sandbox holding changes not applied yet (counted from when it was detached)")
+      ->check(CLI::Range(0.0, 365.0 * 86400))
+      ->capture_default_str();
+  cmd->add_option("--idle-exit", *idle_exit, "seconds the shared server waits with no connection and no sandbox before it exits")
+      ->check(CLI::Range(0.0, 365.0 * 86400))
+      ->capture_default_str();
+  cmd->callback([&ctx, options, framing, upstream_ca, standalone, shared, server, server_dir, grace, changes_grace, idle_exit] {
     options->framing = *framing == "ndjson" ? rpc::FramingKind::kNdjson : rpc::FramingKind::kContentLength;
+    auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000)); };
+    options->mode = *server ? ServeMode::kServer
+                    : (*standalone || (options->test_mode && !*shared)) ? ServeMode::kStandalone
+                                                                       : ServeMode::kBridge;
+    options->server_dir = *server_dir;
+    options->detached_grace = ms(*grace);
+    options->detached_changes_grace = ms(*changes_grace);
+    options->idle_exit = ms(*idle_exit);
+    options->log_level = ctx.log.level;
+    options->log_file = ctx.log.file;
     if (options->test_mode) {
       ctx.log.deterministic = true;  // transcripts compare stderr text: no timestamps or pids
       (void)setup_logging(ctx.log);  // the same options were already accepted once

@@ -23,4 +23,11 @@ Paths default_paths(const char* (*getenv_fn)(const char*)) {
                pick(env, "LOCKROOM_STATE_DIR", "XDG_STATE_HOME", ".local/state")};
 }
 
+std::filesystem::path server_dir(const Paths& paths, const char* (*getenv_fn)(const char*)) {
+  auto env = getenv_fn ? getenv_fn : real_getenv;
+  if (const char* v = env("LOCKROOM_SERVER_DIR"); v && *v) return v;
+  if (const char* v = env("XDG_RUNTIME_DIR"); v && *v) return std::filesystem::path(v) / "lockroom";
+  return paths.state / "server";
+}
+
 }  // namespace lockroom

@@ -56,9 +56,14 @@ void SandboxManager::publish_record(const std::string& id, const vm::Vm& vm, con
 // --- destroy, list, shutdown ----------------------------------------------------------------
 
 void SandboxManager::destroy(const std::string& sandbox_id, std::function<void(Result<void>)> done) {
+  destroy(sandbox_id, StopReason::kDestroyed, "destroyed on request", std::move(done));
+}
+
+void SandboxManager::destroy(const std::string& sandbox_id, StopReason reason, const std::string& message,
+                             std::function<void(Result<void>)> done) {
   auto sandbox = sandbox_for(sandbox_id);
   if (!sandbox) return done(sandbox.error());
-  (*sandbox)->stop(StopReason::kDestroyed, "destroyed on request", [done] { done({}); });
+  (*sandbox)->stop(reason, message, [done] { done({}); });
 }
 
 std::vector<SandboxSummary> SandboxManager::list() const {

@@ -127,6 +127,8 @@ class SandboxManager : private SandboxEvents {
   // its state changes are reported from then on.
   void announce(const std::string& sandbox_id);
   void destroy(const std::string& sandbox_id, std::function<void(Result<void>)> done);
+  // The same, for lockroom's own reasons (the reason and message go to sandbox/stateChanged).
+  void destroy(const std::string& sandbox_id, StopReason reason, const std::string& message, std::function<void(Result<void>)> done);
   std::vector<SandboxSummary> list() const;
 
   void start_process(const std::string& sandbox_id, ProcessSpec spec, std::function<void(Result<std::string>)> done);

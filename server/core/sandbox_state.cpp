@@ -25,6 +25,7 @@ std::string_view reason_name(StopReason reason) {
     case StopReason::kChannelError: return "channelError";
     case StopReason::kServerShutdown: return "serverShutdown";
     case StopReason::kKilled: return "killed";
+    case StopReason::kDetachedTimeout: return "detachedTimeout";
   }
   return "unknown";
 }

@@ -35,6 +35,7 @@ enum class StopReason {
   kChannelError,     // the guest sent something malformed
   kServerShutdown,   // the editor went away
   kKilled,           // `lockroom kill` from another process
+  kDetachedTimeout,  // no editor re-attached it within the detached grace (shared server)
 };
 
 std::string_view state_name(SandboxState state);

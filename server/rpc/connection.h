@@ -57,6 +57,9 @@ class Connection {
   // to it completes (the queue shrank).
   std::size_t queued_bytes() const { return transport_.queued_bytes(); }
   void on_written(std::function<void()> fn) { transport_.on_written(std::move(fn)); }
+  // Bytes outside any message, after what is queued (a shared server's end-of-session record to
+  // its bridge, server/serve/hello.h).
+  void write_raw(std::string_view bytes) { transport_.write(bytes); }
 
  private:
   void on_bytes(std::string_view bytes);

@@ -74,3 +74,14 @@ TEST_CASE("paths: without an injected getenv the real environment is read", "[pa
   else unsetenv("LOCKROOM_CACHE_DIR");
   CHECK(p.cache == fs::path("/from/the/real/env"));
 }
+
+TEST_CASE("paths: the shared server's folder: LOCKROOM_SERVER_DIR, else XDG_RUNTIME_DIR/lockroom, else <state>/server", "[paths]") {
+  auto paths = with_env({{"LOCKROOM_STATE_DIR", "/s"}});
+  CHECK(lockroom::server_dir(paths, fake_getenv) == fs::path("/s/server"));
+  g_env = {{"LOCKROOM_STATE_DIR", "/s"}, {"XDG_RUNTIME_DIR", "/run/user/7"}};
+  CHECK(lockroom::server_dir(paths, fake_getenv) == fs::path("/run/user/7/lockroom"));
+  g_env = {{"XDG_RUNTIME_DIR", "/run/user/7"}, {"LOCKROOM_SERVER_DIR", "/tmp/lr"}};
+  CHECK(lockroom::server_dir(paths, fake_getenv) == fs::path("/tmp/lr"));
+  g_env = {{"XDG_RUNTIME_DIR", ""}};
+  CHECK(lockroom::server_dir(paths, fake_getenv) == fs::path("/s/server"));
+}

@@ -59,6 +59,7 @@ const char* no_answer_reason_wire(NoAnswerReason why) {
     case NoAnswerReason::kTimeout: return "timeout";
     case NoAnswerReason::kEditorError: return "editorError";
     case NoAnswerReason::kUnknownDecision: return "unknownDecision";
+    case NoAnswerReason::kNoEditor: return "noEditor";
   }
   return "";
 }
@@ -74,6 +75,7 @@ std::string approval_outcome_text(const ApprovalOutcome& outcome) {
     case NoAnswerReason::kTimeout: text += ": the editor did not answer in time"; break;
     case NoAnswerReason::kEditorError: text += ": the editor answered with an error"; break;
     case NoAnswerReason::kUnknownDecision: text += ": the editor's decision is not allowOnce, allowSandbox or deny"; break;
+    case NoAnswerReason::kNoEditor: text += ": no editor is attached to the sandbox (its connection ended; sandbox/attach it again)"; break;
   }
   if (!outcome.detail.empty()) text += " (" + clip(outcome.detail) + ")";
   return text + "; denied";

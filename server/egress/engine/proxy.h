@@ -67,7 +67,8 @@ struct ApprovalQuestion {
 //   kNoAnswer  the editor was asked but gave no usable answer (timeout, error, unknown decision)
 enum class ApprovalAnswer { kAllowOnce, kAllowSandbox, kDeny, kNotAsked, kNoAnswer };
 // Why there was no answer from the user (kNone for the user's own answers).
-enum class NoAnswerReason { kNone, kNotDeclared, kSandboxGone, kTimeout, kEditorError, kUnknownDecision };
+// kNoEditor: the sandbox had no editor connection attached (a shared server's detached sandbox).
+enum class NoAnswerReason { kNone, kNotDeclared, kSandboxGone, kTimeout, kEditorError, kUnknownDecision, kNoEditor };
 
 struct ApprovalOutcome {
   ApprovalAnswer answer = ApprovalAnswer::kDeny;

@@ -39,8 +39,15 @@ Result<std::string> checked(const Secret& secret, const std::string& source, std
 }
 
 Result<std::string> from_env(const Secret& secret) {
-  const char* value = std::getenv(secret.from.env.c_str());
+  const char* value = nullptr;
   std::string source = "environment variable " + secret.from.env;
+  if (const auto& editor_env = secret.from.environment) {
+    source += " of the editor";
+    auto it = editor_env->find(secret.from.env);
+    if (it != editor_env->end()) value = it->second.c_str();
+  } else {
+    value = std::getenv(secret.from.env.c_str());
+  }
   if (value == nullptr) return make_error(ErrorCode::kUnavailable, "secret " + secret.name + ": " + source + " is not set");
   if (std::strlen(value) > kMaxSecretValueBytes) {
     return make_error(ErrorCode::kLimitExceeded, "secret " + secret.name + ": " + source + " is longer than 64 KiB");

@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ struct SecretSource {
   enum class Kind { kEnv, kFile, kCommand };
   Kind kind = Kind::kEnv;
   std::string env;                   // kEnv: the host environment variable
+  // kEnv: where to read it when not this process's environment: the editor's, sent by the
+  // `serve --stdio` bridge to a shared server (server/serve/hello.h). Never parsed from JSON.
+  std::shared_ptr<const std::map<std::string, std::string>> environment;
   std::string file;                  // kFile: an absolute path on the host
   std::vector<std::string> command;  // kCommand: argv, run without a shell
   std::chrono::milliseconds timeout{5000};  // kCommand
