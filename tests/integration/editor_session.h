@@ -1,6 +1,6 @@
 // The editor harness of the workspace method tests (test_sandbox_workspace_methods.cpp,
 // test_sandbox_workspace_branch.cpp): an Editor that talks Content-Length JSON-RPC over pipes to
-// the server's real rpc::Connection, with sandbox/*, process/*, changes/* and workspace/sync bound
+// the server's real rpc::Connection, with sandbox/*, process/*, changes/*, workspace/sync and network/policy bound
 // to the world's manager as `lockroom serve` binds them, and that gets the manager's
 // sandbox/misbehaved as the editor of `lockroom serve` would; a host repository to snapshot
 // (HostRepo); a sandbox made with the editor's sandbox/create (EditorSandbox); and small helpers
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "protocol/channel/base64.h"
+#include "server/api/network_methods.h"
 #include "server/api/sandbox_methods.h"
 #include "server/api/workspace_methods.h"
 #include "server/rpc/connection.h"
@@ -48,6 +49,7 @@ class Editor {
     methods_ = std::make_unique<api::SandboxMethods>(*connection_);
     methods_->bind(*w.manager, w.watch);
     api::bind_workspace_methods(*connection_, *w.manager);
+    api::bind_network_methods(*connection_, *w.manager);
     REQUIRE(connection_->start([] {}).ok());
     w.events.editor_events = methods_.get();
   }

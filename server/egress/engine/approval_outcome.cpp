@@ -59,6 +59,7 @@ const char* no_answer_reason_wire(NoAnswerReason why) {
     case NoAnswerReason::kTimeout: return "timeout";
     case NoAnswerReason::kEditorError: return "editorError";
     case NoAnswerReason::kUnknownDecision: return "unknownDecision";
+    case NoAnswerReason::kInvalidScope: return "invalidScope";
   }
   return "";
 }
@@ -73,7 +74,8 @@ std::string approval_outcome_text(const ApprovalOutcome& outcome) {
     case NoAnswerReason::kSandboxGone: text += ": the sandbox was going away"; break;
     case NoAnswerReason::kTimeout: text += ": the editor did not answer in time"; break;
     case NoAnswerReason::kEditorError: text += ": the editor answered with an error"; break;
-    case NoAnswerReason::kUnknownDecision: text += ": the editor's decision is not allowOnce, allowSandbox or deny"; break;
+    case NoAnswerReason::kUnknownDecision: text += ": the editor's decision is not allowOnce, allowSandbox, allowHost or deny"; break;
+    case NoAnswerReason::kInvalidScope: text += ": the editor's grant is wider than allowed"; break;
   }
   if (!outcome.detail.empty()) text += " (" + clip(outcome.detail) + ")";
   return text + "; denied";
