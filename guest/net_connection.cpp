@@ -27,6 +27,12 @@ NetConnection::~NetConnection() {
   close_socket(true);
 }
 
+void NetConnection::set_client_process(std::int64_t pid, std::string command, std::optional<std::int64_t> started) {
+  client_pid_ = pid;
+  client_command_ = std::move(command);
+  client_started_ = started;
+}
+
 bool NetConnection::start() {
   if (kind_ == channel::NetKind::kSocks) return true;
   return announce(std::nullopt);
@@ -46,6 +52,9 @@ bool NetConnection::announce(std::optional<channel::NetTarget> target) {
   note.kind = kind_;
   note.target = std::move(target);
   note.client_port = client_port_;
+  note.client_pid = client_pid_;
+  note.client_command = client_command_;
+  note.client_started = client_started_;
   channel_.send_message(protocol::encode_notification(channel::method::kNetConnection, channel::to_json(note)));
   state_ = kind_ == channel::NetKind::kSocks ? State::kVerdict : State::kRelay;
   return true;

@@ -35,6 +35,8 @@ class NetConnection final : public StreamOwner {
   // HTTP: opens and announces the stream (false when the channel refuses a new stream: the
   // connection is then closed). SOCKS: waits for the greeting.
   bool start();
+  // The guest program behind the connection (net_peer.h), announced with it; before start().
+  void set_client_process(std::int64_t pid, std::string command, std::optional<std::int64_t> started);
   std::uint32_t stream() const { return stream_; }
   bool awaiting_verdict() const { return state_ == State::kVerdict; }
   bool done() const { return state_ == State::kDone; }
@@ -69,6 +71,9 @@ class NetConnection final : public StreamOwner {
   int fd_;
   protocol::channel::NetKind kind_;
   std::int64_t client_port_;
+  std::optional<std::int64_t> client_pid_;
+  std::string client_command_;
+  std::optional<std::int64_t> client_started_;
   State state_;
   SocksHandshake socks_;
   std::uint32_t stream_ = 0;

@@ -15,6 +15,7 @@
 
 #include "guest/log.h"
 #include "guest/net_dns.h"
+#include "guest/net_peer.h"
 #include "guest/net_trust.h"
 
 namespace lockroom::agent {
@@ -164,6 +165,9 @@ void NetService::accept_clients(int listener, channel::NetKind kind) {
       continue;  // the destructor closes it with RST
     }
     refusing_ = false;
+    std::int64_t proxy_port = kind == channel::NetKind::kSocks ? bound_.socks : bound_.http;
+    if (auto peer = find_peer_process(static_cast<std::uint16_t>(client_port), static_cast<std::uint16_t>(proxy_port), ::getpid()))
+      connection->set_client_process(peer->pid, std::move(peer->command), peer->started);
     if (connection->start()) connections_.push_back(std::move(connection));
   }
 }

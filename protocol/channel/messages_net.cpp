@@ -65,7 +65,13 @@ Result<NetEnableResult> parse_net_enable_result(const json& j) {
 }
 
 json to_json(const NetConnection& v) {
-  json j{{"stream", v.stream}, {"kind", net_kind_name(v.kind)}, {"client", {{"port", v.client_port}}}};
+  json client{{"port", v.client_port}};
+  if (v.client_pid) {
+    client["pid"] = *v.client_pid;
+    client["command"] = v.client_command;
+  }
+  if (v.client_started) client["started"] = *v.client_started;
+  json j{{"stream", v.stream}, {"kind", net_kind_name(v.kind)}, {"client", std::move(client)}};
   if (v.target) j["target"] = json{{"host", v.target->host}, {"port", v.target->port}};
   return j;
 }
@@ -90,6 +96,18 @@ Result<NetConnection> parse_net_connection(const json& j) {
   if (r.ok() && v.kind == NetKind::kHttp && v.target) r.fail("target", "is only for socks connections (the host reads an HTTP client's target itself)");
   if (auto client = r.object("client", true)) {
     v.client_port = client->integer("port", true, 0, kMaxPort).value_or(0);
+    v.client_pid = client->integer("pid", false, 1, kMaxGuestPid);
+    v.client_started = client->integer("started", false, 1, kMaxGuestPid);
+    v.client_command = client->string("command", false).value_or("");
+    if (client->ok() && v.client_command.size() > kMaxClientCommand)
+      client->fail("command", "is " + std::to_string(v.client_command.size()) + " bytes long; the limit is " + std::to_string(kMaxClientCommand));
+    if (client->ok())
+      for (unsigned char c : v.client_command)
+        if (c < 0x20 || c >= 0x7f) {
+          client->fail("command", "contains a byte outside printable ASCII (0x" + std::to_string(c) + "); the agent replaces those");
+          break;
+        }
+    if (client->ok() && !v.client_command.empty() && !v.client_pid) client->fail("command", "comes only with a pid");
     r.merge(*client);
   }
   return finish(r, std::move(v));

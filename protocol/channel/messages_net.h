@@ -26,6 +26,8 @@ inline constexpr std::int64_t kMaxNetConnections = 4096;   // the most either si
 inline constexpr std::size_t kMaxTargetHost = 255;          // a DNS name (SOCKS5 carries at most 255 bytes)
 inline constexpr std::size_t kMaxCertificatePem = 64u << 10;
 inline constexpr std::size_t kMaxRefuseReason = 256;
+inline constexpr std::size_t kMaxClientCommand = 256;       // the guest program's command line, as the agent clips it
+inline constexpr std::int64_t kMaxGuestPid = 4194304;        // Linux's PID_MAX_LIMIT
 
 // SOCKS5 reply codes (RFC 1928 section 6) the host may choose in net.refuse.
 namespace socks_reply {
@@ -65,6 +67,12 @@ struct NetConnection {
   NetKind kind = NetKind::kHttp;
   std::optional<NetTarget> target;  // socks only (required there)
   std::int64_t client_port = 0;     // the guest program's source port
+  // The guest program that opened the connection, when the agent found it (informative only:
+  // never used for a decision). `started` is the pid of its ancestor that the agent started
+  // (process.start), when there is one.
+  std::optional<std::int64_t> client_pid;
+  std::string client_command;  // printable ASCII, at most kMaxClientCommand bytes; empty without a pid
+  std::optional<std::int64_t> client_started;
 };
 
 struct NetAcceptParams {
@@ -97,7 +105,8 @@ json to_json(const NetTrustResult& v);
 Result<NetEnableParams> parse_net_enable_params(const json& j);
 Result<NetEnableResult> parse_net_enable_result(const json& j);
 // Checks the announcement as hostile input: an even stream id, a known kind, a target exactly
-// for socks with a host of printable characters and a port in 1..65535.
+// for socks with a host of printable characters and a port in 1..65535; the client's pid (and
+// started) 1..kMaxGuestPid, its command printable ASCII of at most kMaxClientCommand bytes.
 Result<NetConnection> parse_net_connection(const json& j);
 Result<NetAcceptParams> parse_net_accept_params(const json& j);
 Result<NetRefuseParams> parse_net_refuse_params(const json& j);

@@ -39,6 +39,10 @@ class AgentClient::Connection final : public GuestConnection {
   wire::NetKind kind() const override { return note_.kind; }
   const std::optional<wire::NetTarget>& target() const override { return note_.target; }
   std::int64_t client_port() const override { return note_.client_port; }
+  std::optional<GuestClientProcess> client_process() const override {
+    if (!note_.client_pid) return std::nullopt;
+    return GuestClientProcess{*note_.client_pid, note_.client_command, note_.client_started};
+  }
   std::uint32_t stream() const override { return note_.stream; }
 
   void set_callbacks(GuestConnectionCallbacks callbacks) override;

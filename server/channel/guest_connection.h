@@ -31,6 +31,14 @@ struct GuestConnectionCallbacks {
   std::function<void()> on_writable;  // write() may be called again after it refused bytes
 };
 
+// The guest program behind a connection, as the agent reported it (net.connection's client.pid,
+// command and started): hostile input, checked for shape only; for showing, never for deciding.
+struct GuestClientProcess {
+  std::int64_t pid = 0;
+  std::string command;
+  std::optional<std::int64_t> started;  // its ancestor the agent started (a process.start's pid)
+};
+
 class GuestConnection {
  public:
   virtual ~GuestConnection() = default;
@@ -39,6 +47,7 @@ class GuestConnection {
   // The SOCKS client's target; nullopt for HTTP (read it from the request).
   virtual const std::optional<protocol::channel::NetTarget>& target() const = 0;
   virtual std::int64_t client_port() const = 0;
+  virtual std::optional<GuestClientProcess> client_process() const { return std::nullopt; }
   virtual std::uint32_t stream() const = 0;
 
   virtual void set_callbacks(GuestConnectionCallbacks callbacks) = 0;

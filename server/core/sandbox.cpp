@@ -138,6 +138,12 @@ void Sandbox::report_limit(LimitEvent event) {
   events_.limit_reached(id_, event);
 }
 
+std::string Sandbox::process_id_of_pid(std::int64_t pid) const {
+  for (const auto& [process_id, p] : processes_)
+    if (pid > 0 && p->pid == pid) return process_id;
+  return {};
+}
+
 void Sandbox::on_guest_limit(const wire::LimitReached& note) {
   if (state_ != SandboxState::kReady) return;
   LimitEvent event{limit_kind(note.limit), note.message, std::nullopt, std::nullopt};

@@ -96,6 +96,8 @@ class Sandbox {
   std::chrono::steady_clock::time_point created() const { return created_; }
   bool has_process(const std::string& process_id) const { return processes_.count(process_id) != 0; }
   bool has_workspace() const { return workspace_ != nullptr; }
+  // The process whose guest pid this is ("" when none): names the program behind a connection.
+  std::string process_id_of_pid(std::int64_t pid) const;
   // The workspace copied into this sandbox, if any (owned by the sandbox, gone when it stops).
   void attach_workspace(std::unique_ptr<SandboxWorkspace> workspace) { workspace_ = std::move(workspace); }
   // The workspace and the agent to act on it with, while the sandbox is ready.

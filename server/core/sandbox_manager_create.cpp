@@ -232,6 +232,11 @@ void SandboxManager::finish_create(const std::string& id, std::unique_ptr<Sandbo
   hooks.on_policy_changed = [this, alive, id](const egress::Policy& policy, PolicyChangeCause cause) {
     if (*alive) events_.network_policy_changed(id, policy, cause);
   };
+  hooks.process_of_pid = [this, alive, id](std::int64_t pid) -> std::string {
+    if (!*alive) return {};
+    auto sandbox = sandbox_for(id);
+    return sandbox ? (*sandbox)->process_id_of_pid(pid) : std::string();
+  };
   auto audit_log = config_.paths.state / "audit" / (id + ".jsonl");
   auto held = std::make_shared<std::unique_ptr<SandboxWorkspace>>(std::move(workspace));
   // The CAs this lockroom trusts for upstream TLS (serve/run --upstream-ca), after the request's own.

@@ -40,6 +40,7 @@ void SandboxNetwork::start(uv_loop_t* loop, std::string sandbox_id, NetworkReque
         options.secret_values = std::move(*values);
         options.audit_log = audit_log;
         for (const auto& file : request.upstream_ca_files) options.upstream_tls.extra_ca_files.push_back(file.string());
+        options.progress_interval = request.progress_interval;
         // An allowSandbox answer adds a rule to the running policy (as the proxy takes the answer):
         // told right after.
         auto self = std::make_shared<std::weak_ptr<SandboxNetwork*>>();
@@ -62,15 +63,21 @@ void SandboxNetwork::start(uv_loop_t* loop, std::string sandbox_id, NetworkReque
         std::unique_ptr<SandboxNetwork> network(new SandboxNetwork(std::move(*proxy), audit_log, std::move(hooks.on_policy_changed)));
         *self = network->self_;
         egress::Proxy* raw = network->proxy_.get();
-        agent.on_connection([raw](std::unique_ptr<channel::GuestConnection> connection) {
+        agent.on_connection([raw, process_of_pid = hooks.process_of_pid](std::unique_ptr<channel::GuestConnection> connection) {
           auto kind = connection->kind();
           auto target = connection->target();
+          egress::ConnectionOrigin origin;
+          if (auto client = connection->client_process()) {
+            egress::GuestProcess process{client->pid, client->command, {}};
+            if (client->started && process_of_pid) process.process_id = process_of_pid(*client->started);
+            origin.process = std::move(process);
+          }
           auto stream = std::make_unique<GuestConnectionStream>(std::move(connection));
           if (kind == protocol::channel::NetKind::kSocks && target) {
             auto verdict = stream->socks_verdict();
-            raw->accept_socks(std::move(stream), target->host, static_cast<std::uint16_t>(target->port), verdict);
+            raw->accept_socks(std::move(stream), target->host, static_cast<std::uint16_t>(target->port), verdict, std::move(origin));
           } else {
-            raw->accept_http(std::move(stream));
+            raw->accept_http(std::move(stream), std::move(origin));
           }
         });
         std::string pem = network->proxy_->ca_certificate_pem();
@@ -93,5 +100,9 @@ void SandboxNetwork::set_policy(egress::Policy policy) {
 }
 
 const egress::Policy& SandboxNetwork::policy() const { return proxy_->policy(); }
+
+void SandboxNetwork::switch_off() { proxy_->switch_off(); }
+
+bool SandboxNetwork::switched_off() const { return proxy_->switched_off(); }
 
 }  // namespace lockroom::core

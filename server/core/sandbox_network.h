@@ -8,6 +8,7 @@
 // must go before the AgentClient it uses.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -31,11 +32,16 @@ struct NetworkRequest {
   // PEM files of CAs the host's proxy trusts for upstreams besides the host's store (a corporate
   // CA, a test CA); the manager fills it from ManagerConfig::upstream_ca_files. Never the guest's.
   std::vector<std::filesystem::path> upstream_ca_files;
+  // How often a long tunnel or transfer reports progress (network/event phase "progress").
+  std::chrono::milliseconds progress_interval{5000};
 };
 
 struct NetworkHooks {
   egress::ApprovalHook approve;                             // unset: unmatched hosts are denied
-  std::function<void(const egress::AuditRecord&)> on_event;  // each decision
+  std::function<void(const egress::AuditRecord&)> on_event;  // each decision, and open/progress events
+  // lockroom's process id for a guest pid that a process.start reported ("" when none): names the
+  // process behind a connection when the agent reports the ancestor it started. Optional.
+  std::function<std::string(std::int64_t guest_pid)> process_of_pid;
   // The running policy changed: an allowSandbox answer added a rule, or set_policy replaced it.
   std::function<void(const egress::Policy&, PolicyChangeCause)> on_policy_changed;
 };
@@ -51,9 +57,13 @@ class SandboxNetwork {
                     Done<std::unique_ptr<SandboxNetwork>> done);
   ~SandboxNetwork();
 
-  // Replaces the policy (network/policy) and tells on_policy_changed (cause kRequest).
+  // A new policy (it also switches the network on again after switch_off()); tells
+  // on_policy_changed (cause kRequest).
   void set_policy(egress::Policy policy);
   const egress::Policy& policy() const;
+  // network/policy {policy: false}: new connections are refused at once, open ones closed.
+  void switch_off();
+  bool switched_off() const;
   const std::filesystem::path& audit_log() const { return audit_log_; }
 
   // The default allow list of this host (git hosts + the package sources it is configured with).

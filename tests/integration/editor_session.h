@@ -1,6 +1,6 @@
 // The editor harness of the workspace method tests (test_sandbox_workspace_methods.cpp,
 // test_sandbox_workspace_branch.cpp): an Editor that talks Content-Length JSON-RPC over pipes to
-// the server's real rpc::Connection, with sandbox/*, process/*, changes/* and workspace/sync bound
+// the server's real rpc::Connection, with sandbox/*, process/*, changes/*, workspace/sync and network/policy bound
 // to the world's manager as `lockroom serve` binds them, and that gets the manager's
 // sandbox/misbehaved as the editor of `lockroom serve` would; a host repository to snapshot
 // (HostRepo); a sandbox made with the editor's sandbox/create (EditorSandbox); and small helpers

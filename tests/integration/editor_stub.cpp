@@ -90,10 +90,28 @@ void EditorStub::on_message(const std::string& text) {
   if (!script.empty()) script.pop_front();
   if (decision == "silent") return;
   json answer{{"jsonrpc", "2.0"}, {"id", message["id"]}, {"result", {{"decision", decision}}}};
+  if (!decision.empty() && decision.front() == '{') answer["result"] = json::parse(decision);  // a whole result, e.g. with a scope
   if (decision == "error")
     answer = json{{"jsonrpc", "2.0"}, {"id", message["id"]}, {"error", {{"code", -32603}, {"message", "the approval dialog failed"}}}};
   std::string bytes = framing_.encode(answer.dump());
-  CHECK(write(to_server_, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  if (answer_after.count() <= 0) {
+    CHECK(write(to_server_, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+    return;
+  }
+  // Answer later (a user who takes a while): a one-shot timer, freed in its close callback.
+  struct Later {
+    EditorStub* self;
+    std::string bytes;
+  };
+  auto* timer = new uv_timer_t;
+  uv_timer_init(from_server_->loop, timer);
+  timer->data = new Later{this, std::move(bytes)};
+  uv_timer_start(timer, [](uv_timer_t* t) {
+    std::unique_ptr<Later> later(static_cast<Later*>(t->data));
+    uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+    if (later->self->to_server_ < 0) return;  // closed meanwhile
+    CHECK(write(later->self->to_server_, later->bytes.data(), later->bytes.size()) == static_cast<ssize_t>(later->bytes.size()));
+  }, static_cast<std::uint64_t>(answer_after.count()), 0);
 }
 
 }  // namespace lockroom::testing

@@ -5,8 +5,10 @@
 //
 // `declared` is what the client said at initialize (false: nothing is sent and the outcome is
 // "not asked"); each script entry is a decision sent back as the request's result ("allowOnce",
-// "allowSandbox", "deny", or anything else for an unknown decision), "error" (a JSON-RPC error
-// answer) or "silent" (no answer: the server's call times out after `timeout`).
+// "allowSandbox", "allowHost", "deny", or anything else for an unknown decision; a JSON object
+// is sent as the whole result, e.g. with a scope), "error" (a JSON-RPC error answer) or "silent"
+// (no answer: the server's call times out after `timeout`). With `answer_after` above 0 each
+// answer is sent that long after the question (a user who takes a while).
 // Every request the server sent is kept in `asked` (its params), every $/cancelRequest in
 // `cancelled`. Loop thread only; the World makes one on demand and the test closes it.
 // open_editor_pipes() is that connection's setup, shared with the workspace tests' Editor
@@ -55,6 +57,7 @@ class EditorStub {
   bool declared = true;
   std::deque<std::string> script;
   std::chrono::milliseconds timeout{1500};
+  std::chrono::milliseconds answer_after{0};
   std::vector<protocol::json> asked;      // params of every network/approve the server sent
   std::vector<protocol::json> cancelled;  // ids the server withdrew ($/cancelRequest, on its timeout)
 

@@ -70,8 +70,16 @@ struct Recorder final : core::SandboxEvents {
     misbehaved.emplace_back(id, event);
     if (editor_events) editor_events->guest_misbehaved(id, event);
   }
-  std::vector<std::pair<std::string, egress::AuditRecord>> network;  // sandbox id, decision
-  void network_event(const std::string& id, const egress::AuditRecord& record) override { network.emplace_back(id, record); }
+  // sandbox id, decision: the "close" events with their phase cleared (as in the audit log)
+  std::vector<std::pair<std::string, egress::AuditRecord>> network;
+  std::vector<std::pair<std::string, egress::AuditRecord>> network_events;  // every event as sent: open, progress, close
+  void network_event(const std::string& id, const egress::AuditRecord& record) override {
+    network_events.emplace_back(id, record);
+    if (record.phase != "close") return;
+    egress::AuditRecord decision = record;
+    decision.phase.clear();
+    network.emplace_back(id, std::move(decision));
+  }
   // Approvals go to the scripted editor (editor_stub.h), through the editor face's own code.
   EditorStub* editor = nullptr;
   void approve_network(const std::string& id, const egress::ApprovalQuestion& question, egress::ApprovalReply reply) override {

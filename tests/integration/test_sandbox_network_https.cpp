@@ -313,7 +313,7 @@ TEST_CASE("approvals from a guest: not declared, deny, no answer, allow once, al
   CHECK(question["host"] == "localhost");
   CHECK(question["port"] == port);
   CHECK(question["scheme"] == "https");
-  CHECK(question["options"] == json::array({"allowOnce", "allowSandbox", "deny"}));
+  CHECK(question["options"] == json::array({"allowOnce", "allowSandbox", "allowHost", "deny"}));
 
   // No answer: the connection is held until the editor call times out, then denied.
   editor.script = {"silent"};
@@ -372,9 +372,9 @@ TEST_CASE("approvals from a guest: not declared, deny, no answer, allow once, al
   CHECK(seen[3] == "deny https localhost:" + p + " rule=default CONNECT [noAnswer editorError] (" + asking_https +
                        "no answer: the editor answered with an error (-32603 the approval dialog failed); denied)");
   CHECK(seen[4] == "deny https localhost:" + p + " rule=default CONNECT [noAnswer unknownDecision] (" + asking_https +
-                       "no answer: the editor's decision is not allowOnce, allowSandbox or deny (decision \"maybe\"); denied)");
+                       "no answer: the editor's decision is not allowOnce, allowSandbox, allowHost or deny (decision \"maybe\"); denied)");
   CHECK(seen[5] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT [allowOnce] (the user answered allow once)");
-  CHECK(seen[6] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT [allowSandbox] (the user answered allow for this sandbox)");
+  CHECK(seen[6] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT [allowSandbox] (the user answered allow for this sandbox (localhost, port " + p + "))");
   CHECK(seen[7] == "allow https localhost:" + p + " rule=user sni=localhost CONNECT [] (https localhost:" + p +
                        " is allowed by rule user (localhost))");
   w.destroy(sb.id);

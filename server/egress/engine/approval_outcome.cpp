@@ -60,6 +60,7 @@ const char* no_answer_reason_wire(NoAnswerReason why) {
     case NoAnswerReason::kEditorError: return "editorError";
     case NoAnswerReason::kUnknownDecision: return "unknownDecision";
     case NoAnswerReason::kNoEditor: return "noEditor";
+    case NoAnswerReason::kInvalidScope: return "invalidScope";
   }
   return "";
 }
@@ -74,7 +75,8 @@ std::string approval_outcome_text(const ApprovalOutcome& outcome) {
     case NoAnswerReason::kSandboxGone: text += ": the sandbox was going away"; break;
     case NoAnswerReason::kTimeout: text += ": the editor did not answer in time"; break;
     case NoAnswerReason::kEditorError: text += ": the editor answered with an error"; break;
-    case NoAnswerReason::kUnknownDecision: text += ": the editor's decision is not allowOnce, allowSandbox or deny"; break;
+    case NoAnswerReason::kUnknownDecision: text += ": the editor's decision is not allowOnce, allowSandbox, allowHost or deny"; break;
+    case NoAnswerReason::kInvalidScope: text += ": the editor's grant is wider than allowed"; break;
     case NoAnswerReason::kNoEditor: text += ": no editor is attached to the sandbox (its connection ended; sandbox/attach it again)"; break;
   }
   if (!outcome.detail.empty()) text += " (" + clip(outcome.detail) + ")";

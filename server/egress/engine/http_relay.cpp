@@ -157,6 +157,8 @@ void HttpRelay::begin_request() {
   record_.method = head_.method;
   record_.path = head_.target;
   if (tunnel_) record_.sni = tunnel_->sni;
+  session_.stamp(record_);
+  record_.request = requests_;
 
   if (head_.is_connect) {
     if (tunnel_) return refuse(400, "lockroom: CONNECT inside a tunnel is not supported", "deny", "", "CONNECT inside a tunnel");
@@ -172,6 +174,7 @@ void HttpRelay::begin_request() {
   ApprovalQuestion question;
   question.method = head_.method;
   question.path = head_.target;
+  question.process = session_.origin().process;
   core_.gate(session_.id(), target, std::move(question), [this](GateResult decision) { gated(decision); });
   // Waiting for an answer: keep reading, so a guest that gives up is noticed (its bytes wait).
   if (phase_ == Phase::kGate) session_.client().pause_reading(false);
@@ -184,6 +187,7 @@ void HttpRelay::gated(const GateResult& decision) {
   record_.reason = decision.reason;
   record_.approval = decision.approval;
   record_.approval_reason = decision.approval_reason;
+  record_.approval_id = decision.approval_id;
   std::string where = host_port_text(head_.host.url_host(), head_.port);
   if (!decision.allowed)
     return refuse(403, denied_text(where, decision.rule, decision.reason), "deny", decision.rule, decision.reason);
@@ -255,6 +259,7 @@ void HttpRelay::use_upstream(std::unique_ptr<tls::UpstreamConnection> connection
 
 void HttpRelay::send_head() {
   phase_ = Phase::kExchange;
+  progress_.start(core_.loop());
   deadline_.arm(core_.options().idle_timeout, [this] { exchange_idle(); });
   request_done_ = head_.body == BodyFraming::kNone;
   response_head_done_ = false;
@@ -298,6 +303,7 @@ void HttpRelay::pump_request_body() {
   record_.bytes_up += used.size();
   bool below_mark = upstream_->write(used);
   session_.note_buffered(upstream_->buffered());
+  maybe_progress();
   in_.erase(0, fed.consumed);
   if (fed.state == ParseState::kComplete) {
     request_done_ = true;
@@ -338,6 +344,7 @@ void HttpRelay::on_upstream_data(std::string_view bytes) {
     }
   }
   if (bytes.empty()) return;
+  maybe_progress();
   FeedResult fed = response_->feed_body(bytes, [](std::string_view) {});
   if (fed.state == ParseState::kError) {
     std::string why = "the response from " + head_.host.name + " broke off: " + response_->error().message;
@@ -413,7 +420,20 @@ void HttpRelay::response_complete() {
   process();
 }
 
+void HttpRelay::cut(const std::string& reason) {
+  if (stopped_ || phase_ != Phase::kExchange) return;
+  audit("allow", record_.rule, reason);
+}
+
+void HttpRelay::maybe_progress() {
+  if (phase_ != Phase::kExchange || !progress_.due(core_.loop(), core_.options().progress_interval)) return;
+  record_.duration_ms = elapsed_ms(started_);
+  core_.emit_phase(record_, "progress");
+}
+
 void HttpRelay::audit(const std::string& decision, const std::string& rule, const std::string& reason) {
+  session_.stamp(record_);
+  if (requests_ > 0) record_.request = requests_;
   record_.decision = decision;
   record_.rule = rule;
   record_.reason = reason;

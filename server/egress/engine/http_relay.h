@@ -21,7 +21,8 @@
 // idle_timeout is closed; a request whose exchange moves no byte either way for idle_timeout is
 // ended (504 before the response head, a reset after it) and audited. Each upstream holds one
 // of the sandbox's UpstreamSlots; with none left the request gets a 503.
-// Loop thread only.
+// Each request's records carry its number on the connection (`request`); an exchange that moves
+// bytes reports "progress" at most once per progress_interval. Loop thread only.
 #pragma once
 
 #include <chrono>
@@ -59,6 +60,8 @@ class HttpRelay {
   void start(std::string received);
   // Stops: closes the upstream and ignores everything after.
   void stop();
+  // The network was switched off: an exchange under way is audited with `reason`.
+  void cut(const std::string& reason);
 
  private:
   enum class Phase { kHead, kGate, kConnecting, kExchange, kDone };
@@ -78,6 +81,7 @@ class HttpRelay {
   void refuse(int status, const std::string& text, const std::string& decision, const std::string& rule,
               const std::string& reason);
   void audit(const std::string& decision, const std::string& rule, const std::string& reason);
+  void maybe_progress();
   void drop_upstream();
   void await_head();      // a request's head is due: the head timeout runs
   void await_next();      // between kept-alive requests: the idle timeout runs
@@ -113,6 +117,7 @@ class HttpRelay {
   bool client_ended_ = false;
   bool close_after_ = false;
   bool stopped_ = false;
+  ProgressClock progress_;
 };
 
 }  // namespace lockroom::egress

@@ -27,13 +27,14 @@ Result<std::unique_ptr<Proxy>> Proxy::create(uv_loop_t* loop, ProxyOptions optio
 
 Proxy::~Proxy() = default;
 
-void Proxy::accept_http(std::unique_ptr<ClientStream> stream) {
+void Proxy::accept_http(std::unique_ptr<ClientStream> stream, ConnectionOrigin origin) {
   if (!stream) return;
   std::uint64_t id = core_->next_session_id();
-  core_->add_session(std::make_unique<Session>(*core_, id, std::move(stream))).start_http();
+  core_->add_session(std::make_unique<Session>(*core_, id, std::move(stream), std::move(origin))).start_http();
 }
 
-void Proxy::accept_socks(std::unique_ptr<ClientStream> stream, std::string host, std::uint16_t port, SocksVerdict verdict) {
+void Proxy::accept_socks(std::unique_ptr<ClientStream> stream, std::string host, std::uint16_t port, SocksVerdict verdict,
+                         ConnectionOrigin origin) {
   if (!stream) return;
   Result<Host> parsed = parse_host(host);
   if (!parsed || port == 0) {
@@ -42,12 +43,14 @@ void Proxy::accept_socks(std::unique_ptr<ClientStream> stream, std::string host,
     return;
   }
   std::uint64_t id = core_->next_session_id();
-  core_->add_session(std::make_unique<Session>(*core_, id, std::move(stream))).start_socks(std::move(parsed.value()), port,
-                                                                                          std::move(verdict));
+  core_->add_session(std::make_unique<Session>(*core_, id, std::move(stream), std::move(origin)))
+      .start_socks(std::move(parsed.value()), port, std::move(verdict));
 }
 
 void Proxy::set_policy(Policy policy) { core_->set_policy(std::move(policy)); }
 const Policy& Proxy::policy() const { return core_->policy(); }
+void Proxy::switch_off() { core_->switch_off(); }
+bool Proxy::switched_off() const { return core_->switched_off(); }
 std::string Proxy::ca_certificate_pem() const { return core_->ca_certificate_pem(); }
 ProxyStats Proxy::stats() const { return core_->stats(); }
 void Proxy::close(std::function<void()> done) { core_->close(std::move(done)); }

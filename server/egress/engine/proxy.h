@@ -24,7 +24,11 @@
 // failure) with a message naming the limit. Each of these is audited with the reason.
 //
 // Each decision is one AuditRecord, appended to the audit log (when a path is given) and passed
-// to on_event. Everything runs on the loop thread, including the hooks; nothing blocks: the
+// to on_event (phase "close"). on_event also gets, not logged: phase "open" when a tunnel starts
+// relaying as is (CONNECT, SOCKS, TLS not inspected), and phase "progress" while a tunnel or an
+// HTTP exchange moves bytes (at most once per progress_interval). Every record names its guest
+// connection (connection_id, the session); concurrent asks for the same host and port share one
+// approval (one approve hook call; every record it decided carries its approval_id). Everything runs on the loop thread, including the hooks; nothing blocks: the
 // secret values are resolved by the caller beforehand (resolve_secret_values_async in
 // secret_resolution.h). close(done) ends every session and frees every handle; done runs once,
 // after their close callbacks.
@@ -45,6 +49,7 @@
 #include "server/common/result.h"
 #include "server/egress/engine/client_stream.h"
 #include "server/egress/policy/audit.h"
+#include "server/egress/policy/grant.h"
 #include "server/egress/policy/rules.h"
 #include "server/egress/policy/secrets.h"
 #include "server/egress/tls/tls_contexts.h"
@@ -59,6 +64,13 @@ struct ApprovalQuestion {
   std::string method;  // for plain HTTP requests
   std::string path;
   std::string reason;  // why the policy could not decide
+  // "<sandbox>-a<n>": names this question; the events of every connection it decides carry it.
+  std::string approval_id;
+  // "host:port": while a question with this key is pending, another connection to the same host
+  // and port waits for its answer instead of asking again (one prompt).
+  std::string key;
+  std::optional<GuestProcess> process;  // the guest program that asked first, when known
+  Target target;                        // what was asked, for the grant scopes an editor may offer
 };
 
 // What came of asking about a host no rule covers. The first three are the user's answers; the
@@ -68,12 +80,15 @@ struct ApprovalQuestion {
 enum class ApprovalAnswer { kAllowOnce, kAllowSandbox, kDeny, kNotAsked, kNoAnswer };
 // Why there was no answer from the user (kNone for the user's own answers).
 // kNoEditor: the sandbox had no editor connection attached (a shared server's detached sandbox).
-enum class NoAnswerReason { kNone, kNotDeclared, kSandboxGone, kTimeout, kEditorError, kUnknownDecision, kNoEditor };
+// kInvalidScope: the user allowed for the sandbox with a scope wider than allowed (grant.h).
+enum class NoAnswerReason { kNone, kNotDeclared, kSandboxGone, kTimeout, kEditorError, kUnknownDecision, kNoEditor, kInvalidScope };
 
 struct ApprovalOutcome {
   ApprovalAnswer answer = ApprovalAnswer::kDeny;
   NoAnswerReason why = NoAnswerReason::kNone;
   std::string detail;  // what the editor said: its error message, or the decision it sent (clipped)
+  // kAllowSandbox: how wide the grant is (grant.h); unset: the asked host and port.
+  std::optional<GrantScope> scope;
 
   ApprovalOutcome(ApprovalAnswer answer = ApprovalAnswer::kDeny) : answer(answer) {}  // implicit: a user's answer
   static ApprovalOutcome not_asked(NoAnswerReason why);
@@ -86,7 +101,7 @@ const char* approval_answer_name(ApprovalAnswer answer);
 // On the wire (audit `approval`, network/event): "allowOnce", "allowSandbox", "deny", "notAsked", "noAnswer"
 const char* approval_answer_wire(ApprovalAnswer answer);
 // On the wire (audit `approvalReason`): "notDeclared", "sandboxGone", "timeout", "editorError",
-// "unknownDecision"; "" for kNone
+// "unknownDecision", "invalidScope"; "" for kNone
 const char* no_answer_reason_wire(NoAnswerReason why);
 // The audit reason's sentence: "the user answered deny", "not asked: the editor did not declare
 // network approvals at initialize", "no answer: the editor did not answer in time", ...
@@ -94,10 +109,16 @@ std::string approval_outcome_text(const ApprovalOutcome& outcome);
 
 // Call the reply once, on the loop thread; later calls are ignored, and a reply after the
 // connection went away (or the Proxy closed) is harmless. kAllowSandbox adds an allow rule
-// named "user" for that host and port to the front of the policy.
+// named "user" (origin kUser) for that host and port, or for its `scope`, to the front of the
+// policy; a scope wider than grant_rule() allows denies instead (kNoAnswer, kInvalidScope).
 using ApprovalReply = std::function<void(ApprovalOutcome)>;
 using ApprovalHook = std::function<void(const ApprovalQuestion&, ApprovalReply)>;
 using SocksVerdict = std::function<void(bool ok, int socks_reply, std::string reason)>;
+
+// What the guest's agent said about a connection besides its bytes (informative only).
+struct ConnectionOrigin {
+  std::optional<GuestProcess> process;
+};
 
 struct ProxyOptions {
   std::string sandbox_id;  // 1-40 of [A-Za-z0-9._-]: it names the CA
@@ -116,6 +137,9 @@ struct ProxyOptions {
   std::chrono::milliseconds idle_timeout{600000};          // no byte either way: the tunnel or connection is closed
   std::size_t max_upstream_connections = 256;              // open or connecting at once, for this sandbox
   std::size_t high_water = 256u << 10;  // per side: pause the other side's reading above this
+  // A relayed tunnel or an HTTP exchange that is moving bytes reports its progress (on_event with
+  // phase "progress") at most once per interval; 0: never.
+  std::chrono::milliseconds progress_interval{5000};
 };
 
 struct ProxyStats {
@@ -134,12 +158,19 @@ class Proxy {
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
 
-  void accept_http(std::unique_ptr<ClientStream> stream);
-  void accept_socks(std::unique_ptr<ClientStream> stream, std::string host, std::uint16_t port, SocksVerdict verdict);
+  void accept_http(std::unique_ptr<ClientStream> stream, ConnectionOrigin origin = {});
+  void accept_socks(std::unique_ptr<ClientStream> stream, std::string host, std::uint16_t port, SocksVerdict verdict,
+                    ConnectionOrigin origin = {});
 
-  // For `network/policy`: new decisions use the new policy; open tunnels keep going.
+  // For `network/policy`: new decisions use the new policy; open tunnels keep going. Setting a
+  // policy also switches the network back on.
   void set_policy(Policy policy);
   const Policy& policy() const;
+  // `network/policy {policy: false}`: every new connection is refused at once (403, SOCKS 2,
+  // rule "network off"), and every open one is closed now (a relayed tunnel or an exchange under
+  // way is audited with the reason). set_policy() switches it on again.
+  void switch_off();
+  bool switched_off() const;
 
   std::string ca_certificate_pem() const;
   ProxyStats stats() const;

@@ -108,54 +108,93 @@ void ProxyCore::reap() {
 
 void ProxyCore::gate(std::uint64_t session_id, const Target& target, ApprovalQuestion question,
                      std::function<void(GateResult)> then) {
+  if (off_)
+    return then(GateResult{false, "network off", "the sandbox's network is switched off (network/policy false)", {}, {}, {}});
   Decision decision = decide(options_.policy, target);
   if (decision.verdict != Verdict::kAsk)
-    return then(GateResult{decision.verdict == Verdict::kAllow, decision.rule, decision.reason, {}, {}});
+    return then(GateResult{decision.verdict == Verdict::kAllow, decision.rule, decision.reason, {}, {}, {}});
   if (!options_.approve) {
     auto not_asked = ApprovalOutcome::not_asked(NoAnswerReason::kNotDeclared);
     return then(GateResult{false, decision.rule, decision.reason + "; " + approval_outcome_text(not_asked),
-                           approval_answer_wire(not_asked.answer), no_answer_reason_wire(not_asked.why)});
+                           approval_answer_wire(not_asked.answer), no_answer_reason_wire(not_asked.why), {}});
   }
+  std::string key = target.host.url_host() + ":" + std::to_string(target.port);
+  Waiter waiter{session_id, target, decision, std::move(then)};
+  if (auto pending = pending_.find(key); pending != pending_.end()) {
+    pending->second.waiters.push_back(std::move(waiter));  // one prompt: this connection waits for the same answer
+    return;
+  }
+  std::string approval_id = options_.sandbox_id + "-a" + std::to_string(++last_approval_id_);
+  pending_[key] = PendingApproval{approval_id, {}};
+  pending_[key].waiters.push_back(std::move(waiter));
   question.sandbox = options_.sandbox_id;
   question.host = target.host.name;
   question.port = target.port;
   question.scheme = scheme_name(target.scheme);
   question.reason = decision.reason;
+  question.approval_id = approval_id;
+  question.key = key;
+  question.target = target;
   auto replied = std::make_shared<bool>(false);
   std::weak_ptr<ProxyCore> weak = weak_from_this();
-  options_.approve(question, [weak, session_id, target, decision, then = std::move(then), replied](ApprovalOutcome outcome) {
+  options_.approve(question, [weak, key, approval_id, replied](ApprovalOutcome outcome) {
     if (*replied) return;
     *replied = true;
     auto core = weak.lock();
     if (!core || core->closed_) return;
-    core->answered(session_id, target, decision, outcome, then);
+    core->answered(key, approval_id, outcome);
   });
 }
 
-void ProxyCore::answered(std::uint64_t session_id, const Target& target, const Decision& asked, const ApprovalOutcome& outcome,
-                         const std::function<void(GateResult)>& then) {
+void ProxyCore::answered(const std::string& key, const std::string& approval_id, const ApprovalOutcome& answer) {
+  auto pending = pending_.find(key);
+  if (pending == pending_.end() || pending->second.id != approval_id) return;
+  std::vector<Waiter> waiters = std::move(pending->second.waiters);
+  pending_.erase(pending);
+  if (waiters.empty()) return;
+  ApprovalOutcome outcome = answer;
+  std::string grant_text;
   if (outcome.answer == ApprovalAnswer::kAllowSandbox) {
-    Rule rule;
-    rule.action = Action::kAllow;
-    if (target.host.address) {
-      rule.host.kind = HostPattern::Kind::kAddress;
-      rule.host.address = *target.host.address;
+    // The grant is checked against what was asked first (the same host and port for every waiter).
+    Result<Rule> rule = grant_rule(waiters.front().target, outcome.scope.value_or(GrantScope{}));
+    if (!rule) {
+      outcome = ApprovalOutcome::no_answer(NoAnswerReason::kInvalidScope, rule.error().message);
     } else {
-      rule.host.kind = HostPattern::Kind::kExact;
-      rule.host.name = target.host.name;
+      std::string ports = rule->ports.empty() ? "any port" : rule->ports.size() == 1 && rule->ports[0].first == rule->ports[0].last ? "port " : "ports ";
+      for (std::size_t i = 0; i < rule->ports.size(); ++i) {
+        const PortRange& range = rule->ports[i];
+        ports += (i ? "," : "") + std::to_string(range.first) + (range.first == range.last ? "" : "-" + std::to_string(range.last));
+      }
+      grant_text = " (" + rule->host.text() + ", " + ports + ")";
+      options_.policy.rules.insert(options_.policy.rules.begin(), std::move(*rule));
     }
-    rule.ports = {PortRange{target.port, target.port}};
-    rule.name = "user";
-    options_.policy.rules.insert(options_.policy.rules.begin(), std::move(rule));
   }
-  if (!session_open(session_id)) return;  // the guest went away while the user was asked
+  for (const Waiter& waiter : waiters) {
+    if (!session_open(waiter.session_id)) continue;  // the guest went away while the user was asked
+    waiter.then(gate_result(waiter, outcome, approval_id, grant_text));
+    if (closed_) return;
+  }
+}
+
+GateResult ProxyCore::gate_result(const Waiter& waiter, const ApprovalOutcome& outcome, const std::string& approval_id,
+                                  const std::string& grant_text) const {
   std::string approval = approval_answer_wire(outcome.answer);
   std::string why = no_answer_reason_wire(outcome.why);
+  if (off_) return GateResult{false, "network off", "the sandbox's network was switched off while the user was asked", approval, why, approval_id};
   if (outcome.answer == ApprovalAnswer::kNotAsked || outcome.answer == ApprovalAnswer::kNoAnswer) {
     // Nobody decided: the policy's own rule stands, and the record says why nobody answered.
-    return then(GateResult{false, asked.rule, asked.reason + "; " + approval_outcome_text(outcome), approval, why});
+    return GateResult{false, waiter.decision.rule, waiter.decision.reason + "; " + approval_outcome_text(outcome), approval, why,
+                      approval_id};
   }
-  then(GateResult{outcome.allows(), "user", approval_outcome_text(outcome), approval, why});
+  return GateResult{outcome.allows(), "user", approval_outcome_text(outcome) + grant_text, approval, why, approval_id};
+}
+
+void ProxyCore::switch_off() {
+  off_ = true;
+  std::vector<std::uint64_t> open;
+  for (const auto& [id, session] : sessions_) open.push_back(id);
+  for (std::uint64_t id : open)
+    if (auto it = sessions_.find(id); it != sessions_.end()) it->second->cut("closed: the sandbox's network was switched off");
 }
 
 bool ProxyCore::must_terminate(const Host& host) const {
@@ -191,12 +230,24 @@ std::string ProxyCore::upstream_limit_text() const {
 void ProxyCore::emit(const AuditRecord& record) {
   AuditRecord stamped = record;
   stamped.sandbox = options_.sandbox_id;
+  stamped.phase.clear();
   ++stats_.decisions;
   if (audit_log_) {
     if (Result<void> appended = audit_log_->append(stamped); !appended)
       spdlog::warn("egress audit log {}: {}", audit_log_->path().string(), appended.error().message);
   }
-  if (options_.on_event) options_.on_event(stamped);
+  if (options_.on_event) {
+    stamped.phase = "close";
+    options_.on_event(stamped);
+  }
+}
+
+void ProxyCore::emit_phase(const AuditRecord& record, const char* phase) {
+  if (!options_.on_event) return;
+  AuditRecord stamped = record;
+  stamped.sandbox = options_.sandbox_id;
+  stamped.phase = phase;
+  options_.on_event(stamped);
 }
 
 std::string ProxyCore::guest_safe(std::string text) const {

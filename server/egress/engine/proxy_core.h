@@ -5,7 +5,10 @@
 //   gate()     decide a target; `ask` goes to the approval hook; the continuation runs later
 //              (only if the session is still open)
 //   connect()  resolve and connect with every resolved address checked against the policy
-//   emit()     write one audit record and pass it to on_event
+//   gate() also joins concurrent asks for the same host and port into one approval (the
+//              approve hook is called once; every waiting session gets the answer)
+//   emit()     write one audit record and pass it to on_event (phase "close")
+//   emit_phase()  an "open" or "progress" event: on_event only, not the audit log
 //   finish()   a session is done: it is destroyed on a later loop turn, never inside a callback
 //   dispose()  the same for a part a session no longer needs (an upstream it replaced)
 //   take_upstream_slot()  one of the sandbox's max_upstream_connections, held (an UpstreamSlot)
@@ -41,6 +44,23 @@ struct GateResult {
   // When the approval hook was involved: approval_answer_wire() and no_answer_reason_wire().
   std::string approval;
   std::string approval_reason;
+  std::string approval_id;  // the approval that decided, if one did
+};
+
+// When a connection last reported progress; due() says whether it is time again (and restarts).
+class ProgressClock {
+ public:
+  void start(uv_loop_t* loop) { last_ = uv_now(loop); }
+  bool due(uv_loop_t* loop, std::chrono::milliseconds interval) {
+    if (interval.count() <= 0) return false;
+    std::uint64_t now = uv_now(loop);
+    if (now - last_ < static_cast<std::uint64_t>(interval.count())) return false;
+    last_ = now;
+    return true;
+  }
+
+ private:
+  std::uint64_t last_ = 0;
 };
 
 // A counted place among the sandbox's upstream connections; released when destroyed (or
@@ -79,7 +99,12 @@ class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
   uv_loop_t* loop() const { return loop_; }
   const ProxyOptions& options() const { return options_; }
   const Policy& policy() const { return options_.policy; }
-  void set_policy(Policy policy) { options_.policy = std::move(policy); }
+  void set_policy(Policy policy) {
+    options_.policy = std::move(policy);
+    off_ = false;
+  }
+  void switch_off();
+  bool switched_off() const { return off_; }
   const std::vector<Secret>& secrets() const { return options_.secrets; }
   const SecretValues& secret_values() const { return options_.secret_values; }
   const std::shared_ptr<tls::TlsServerContext>& server_tls() const { return server_tls_; }
@@ -105,6 +130,7 @@ class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
   std::string upstream_limit_text() const;
 
   void emit(const AuditRecord& record);
+  void emit_phase(const AuditRecord& record, const char* phase);
   // `text` with every secret value replaced by "[secret]": for what the guest is told.
   std::string guest_safe(std::string text) const;
   void note_buffered(std::size_t bytes) { stats_.peak_buffered_bytes = std::max(stats_.peak_buffered_bytes, bytes); }
@@ -117,8 +143,19 @@ class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
   void dispose_erased(std::shared_ptr<void> object);
   void schedule_reap();
   bool session_open(std::uint64_t id) const;
-  void answered(std::uint64_t session_id, const Target& target, const Decision& asked, const ApprovalOutcome& outcome,
-                const std::function<void(GateResult)>& then);
+  struct Waiter {
+    std::uint64_t session_id;
+    Target target;
+    Decision decision;
+    std::function<void(GateResult)> then;
+  };
+  struct PendingApproval {
+    std::string id;
+    std::vector<Waiter> waiters;
+  };
+  void answered(const std::string& key, const std::string& approval_id, const ApprovalOutcome& outcome);
+  GateResult gate_result(const Waiter& waiter, const ApprovalOutcome& outcome, const std::string& approval_id,
+                         const std::string& grant_text) const;
 
   uv_loop_t* loop_;
   ProxyOptions options_;
@@ -133,6 +170,9 @@ class ProxyCore : public std::enable_shared_from_this<ProxyCore> {
   std::vector<std::shared_ptr<void>> disposed_;
   uv_timer_t* reaper_ = nullptr;
   std::uint64_t last_session_id_ = 0;
+  std::map<std::string, PendingApproval> pending_;  // by key, "host:port"
+  std::uint64_t last_approval_id_ = 0;
+  bool off_ = false;  // network/policy false
   std::size_t upstream_connections_ = 0;  // counted by the UpstreamSlots alive
   ProxyStats stats_;
   bool closed_ = false;

@@ -7,7 +7,8 @@
 
 namespace lockroom::egress {
 
-Session::Session(ProxyCore& core, std::uint64_t id, std::unique_ptr<ClientStream> stream) : core_(core), id_(id) {
+Session::Session(ProxyCore& core, std::uint64_t id, std::unique_ptr<ClientStream> stream, ConnectionOrigin origin)
+    : core_(core), id_(id), origin_(std::move(origin)) {
   auto client = std::make_unique<ClientSide>(std::move(stream));
   raw_client_ = client.get();
   client_ = std::move(client);
@@ -45,6 +46,18 @@ TlsSide& Session::wrap_client_in_tls(std::unique_ptr<tls::TlsStream> tls) {
 HttpRelay& Session::add_relay(std::unique_ptr<HttpRelay> relay) {
   relays_.push_back(std::move(relay));
   return *relays_.back();
+}
+
+void Session::stamp(AuditRecord& record) const {
+  record.connection_id = id_;
+  record.process = origin_.process;
+}
+
+void Session::cut(const std::string& reason) {
+  if (ended_) return;
+  if (tunnel_) tunnel_->cut(reason);
+  for (auto& relay : relays_) relay->cut(reason);
+  end(reason);
 }
 
 void Session::note_buffered(std::size_t upstream_bytes) { core_.note_buffered(upstream_bytes + client_->buffered()); }

@@ -4,7 +4,8 @@
 // TLS) and whichever workers run on it: an HttpRelay for forward-proxy requests (http_relay.h),
 // a Tunnel after CONNECT or for a SOCKS connection (tunnel.h), and an HttpRelay again inside an
 // inspected tunnel. end() stops everything at once; the ProxyCore destroys the session on a later
-// loop turn, so a worker may end its session from inside any callback. Loop thread only.
+// loop turn, so a worker may end its session from inside any callback. The session id is the
+// connectionId of every record of the connection. Loop thread only.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,7 @@ class Tunnel;
 
 class Session {
  public:
-  Session(ProxyCore& core, std::uint64_t id, std::unique_ptr<ClientStream> stream);
+  Session(ProxyCore& core, std::uint64_t id, std::unique_ptr<ClientStream> stream, ConnectionOrigin origin = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -44,15 +45,21 @@ class Session {
   // still arrives); otherwise the connection is reset. Every upstream is closed. Idempotent.
   void end(const std::string& reset_reason = {});
   bool ended() const { return ended_; }
+  // The network was switched off: what is relaying is audited with `reason`, then end(reason).
+  void cut(const std::string& reason);
 
   ProxyCore& core() { return core_; }
   std::uint64_t id() const { return id_; }
+  const ConnectionOrigin& origin() const { return origin_; }
+  // The record's connection fields: connection_id (this session) and the guest process.
+  void stamp(AuditRecord& record) const;
   // Bytes held toward both sides right now, for the statistics.
   void note_buffered(std::size_t upstream_bytes);
 
  private:
   ProxyCore& core_;
   std::uint64_t id_;
+  ConnectionOrigin origin_;
   std::unique_ptr<Side> client_;
   ClientSide* raw_client_ = nullptr;  // the innermost side, for reset()
   std::vector<std::unique_ptr<HttpRelay>> relays_;

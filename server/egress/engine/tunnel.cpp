@@ -40,6 +40,7 @@ void Tunnel::start() {
   record_.host = host_.name;
   record_.port = port_;
   record_.method = verdict_ ? "" : "CONNECT";
+  session_.stamp(record_);
   // TLS or not is known only from the first bytes, after the tunnel is answered: go ahead when
   // either https or tcp could be allowed, and decide for the real one then.
   Scheme scheme = Scheme::kHttps;
@@ -52,6 +53,7 @@ void Tunnel::start() {
   record_.scheme = scheme_name(scheme);
   ApprovalQuestion question;
   question.method = record_.method;
+  question.process = session_.origin().process;
   awaiting_gate_ = true;
   core_.gate(session_.id(), Target{host_, port_, scheme}, std::move(question), [this](GateResult decision) {
     awaiting_gate_ = false;
@@ -80,6 +82,7 @@ void Tunnel::gated(const GateResult& decision) {
   record_.reason = decision.reason;
   record_.approval = decision.approval;
   record_.approval_reason = decision.approval_reason;
+  record_.approval_id = decision.approval_id;
   std::string where = host_port_text(host_.url_host(), port_);
   if (!decision.allowed)
     return refuse_before_answer(403, kSocksNotAllowed, denied_text(where, decision.rule, decision.reason), "deny", decision.rule,
@@ -209,7 +212,25 @@ void Tunnel::refuse_after_answer(const std::string& reason) {
   session_.end(reason);
 }
 
+void Tunnel::cut(const std::string& reason) {
+  if (stopped_ || !relaying_) return;
+  audit("allow", decision_.rule, reason);
+}
+
+void Tunnel::maybe_progress() {
+  if (!progress_.due(core_.loop(), core_.options().progress_interval)) return;
+  record_.duration_ms = elapsed_ms(started_);
+  core_.emit_phase(record_, "progress");
+}
+
 void Tunnel::relay_as_is() {
+  relaying_ = true;
+  record_.decision = "allow";
+  record_.rule = decision_.rule;
+  record_.reason = decision_.reason;
+  record_.duration_ms = elapsed_ms(started_);
+  core_.emit_phase(record_, "open");
+  progress_.start(core_.loop());
   std::string limit = duration_text(core_.options().idle_timeout);
   deadline_.arm(core_.options().idle_timeout, [this, limit] {
     if (stopped_) return;
@@ -224,6 +245,7 @@ void Tunnel::relay_as_is() {
         record_.bytes_down += bytes.size();
         if (!session_.client().write(bytes)) upstream_->pause_reading(true);
         session_.note_buffered(upstream_->buffered());
+        maybe_progress();
       },
       [this] {
         upstream_done_ = true;
@@ -243,6 +265,7 @@ void Tunnel::relay_as_is() {
         record_.bytes_up += bytes.size();
         if (!upstream_->write(bytes)) session_.client().pause_reading(true);
         session_.note_buffered(upstream_->buffered());
+        maybe_progress();
       },
       [this] {
         client_done_ = true;
@@ -283,6 +306,8 @@ void Tunnel::terminate_tls() {
 }
 
 void Tunnel::audit(const std::string& decision, const std::string& rule, const std::string& reason) {
+  relaying_ = false;  // the close record is out: one per tunnel
+  session_.stamp(record_);
   record_.decision = decision;
   record_.rule = rule;
   record_.reason = reason;

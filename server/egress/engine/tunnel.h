@@ -16,7 +16,10 @@
 // Limits (ProxyOptions): the connection counts against the sandbox's max_upstream_connections
 // from the connect on (none left: 503 or a SOCKS general failure); the guest's first bytes are
 // due within request_head_timeout of the answer; a relayed tunnel that moves no byte either way
-// for idle_timeout is closed and audited. Loop thread only.
+// for idle_timeout is closed and audited.
+// Events: when the tunnel starts relaying as is, an "open" event (not audited); while it moves
+// bytes, a "progress" event at most once per progress_interval; the audit record at its end.
+// Loop thread only.
 #pragma once
 
 #include <chrono>
@@ -41,6 +44,9 @@ class Tunnel {
   ~Tunnel();
   void start();
   void stop();
+  // The network was switched off: a tunnel that is relaying is audited with `reason` (the
+  // session then ends it).
+  void cut(const std::string& reason);
 
  private:
   void gated(const GateResult& decision);
@@ -54,6 +60,7 @@ class Tunnel {
   void terminate_tls();
   void maybe_finish_relay();
   void audit(const std::string& decision, const std::string& rule, const std::string& reason);
+  void maybe_progress();
 
   Session& session_;
   ProxyCore& core_;
@@ -75,6 +82,8 @@ class Tunnel {
   bool client_done_ = false;
   bool upstream_done_ = false;
   bool stopped_ = false;
+  bool relaying_ = false;  // relay_as_is() ran: "open" was sent, the close record is still due
+  ProgressClock progress_;
 };
 
 }  // namespace lockroom::egress

@@ -78,6 +78,15 @@ json audit_record_to_json(const AuditRecord& r, const std::vector<std::string>& 
     for (const std::string& name : r.secrets) names.push_back(text(name));
     line["secrets"] = std::move(names);
   }
+  if (r.connection_id) line["connectionId"] = r.connection_id;
+  if (r.request) line["request"] = r.request;
+  if (!r.approval_id.empty()) line["approvalId"] = text(r.approval_id);
+  if (r.process) {
+    json process{{"pid", r.process->pid}, {"command", text(r.process->command)}};
+    if (!r.process->process_id.empty()) process["processId"] = text(r.process->process_id);
+    line["process"] = std::move(process);
+  }
+  if (!r.phase.empty()) line["phase"] = r.phase;
   return line;
 }
 
@@ -114,7 +123,8 @@ Result<AuditRecord> parse_audit_line(std::string_view line) {
                                      {"scheme", &r.scheme, true}, {"method", &r.method, false}, {"path", &r.path, false},
                                      {"sni", &r.sni, false}, {"address", &r.address, false}, {"decision", &r.decision, true},
                                      {"rule", &r.rule, true}, {"reason", &r.reason, false},
-                                     {"approval", &r.approval, false}, {"approvalReason", &r.approval_reason, false}}) {
+                                     {"approval", &r.approval, false}, {"approvalReason", &r.approval_reason, false},
+                                     {"approvalId", &r.approval_id, false}, {"phase", &r.phase, false}}) {
     Result<void> ok = string_field(name, *out, required);
     if (!ok) return ok.error();
   }
@@ -122,7 +132,8 @@ Result<AuditRecord> parse_audit_line(std::string_view line) {
   if (!parsed_time) return field_error("audit.time", parsed_time.error().message);
   r.time = *parsed_time;
   std::uint64_t port = 0;
-  for (auto [name, out] : {std::pair{"port", &port}, {"bytesUp", &r.bytes_up}, {"bytesDown", &r.bytes_down}, {"durationMs", &r.duration_ms}}) {
+  for (auto [name, out] : {std::pair{"port", &port}, {"bytesUp", &r.bytes_up}, {"bytesDown", &r.bytes_down}, {"durationMs", &r.duration_ms},
+                            {"connectionId", &r.connection_id}, {"request", &r.request}}) {
     Result<void> ok = number_field(name, *out);
     if (!ok) return ok.error();
   }
@@ -138,6 +149,14 @@ Result<AuditRecord> parse_audit_line(std::string_view line) {
       if (!name.is_string()) return type_error("audit.secrets[]", "a string", name);
       r.secrets.push_back(name.get<std::string>());
     }
+  }
+  if (auto process = value.find("process"); process != value.end()) {
+    if (!process->is_object() || !process->contains("pid") || !(*process)["pid"].is_number_integer() ||
+        !process->contains("command") || !(*process)["command"].is_string())
+      return type_error("audit.process", "an object {pid, command}", *process);
+    GuestProcess p{(*process)["pid"].get<std::int64_t>(), (*process)["command"].get<std::string>(), {}};
+    if (auto id = process->find("processId"); id != process->end() && id->is_string()) p.process_id = id->get<std::string>();
+    r.process = std::move(p);
   }
   return r;
 }

@@ -5,7 +5,12 @@
 //    "address":"140.82.112.6","decision":"allow","rule":"github","reason":"...",
 //    "bytesUp":312,"bytesDown":2048,"durationMs":85,"upstreamStatus":200,"secrets":["github_token"]}
 //
-// method/path are for HTTP requests, sni for TLS; fields without a value are left out. Secrets
+// method/path are for HTTP requests, sni for TLS; fields without a value are left out. Each
+// record also names the guest connection ("connectionId", a number unique within the sandbox;
+// "request", the request's 1-based number on it, for HTTP), the approval that decided it
+// ("approvalId") and the guest program that opened it when the agent could tell ("process":
+// {"pid", "command"}; informative only, the guest may lie). "phase" ("open", "progress", "close")
+// is for network/event only: the log holds one record per decision, the "close" one. Secrets
 // appear by name only. As a second guard the log is given the values of the sandbox's secrets
 // and replaces any that turns up in a field with "[secret]" before writing, so a value that
 // slipped into a path or a reason never reaches the disk.
@@ -26,6 +31,14 @@
 #include "server/egress/policy/json_fields.h"
 
 namespace lockroom::egress {
+
+// The guest program behind a connection, as the guest's agent reported it: never trusted, only shown.
+struct GuestProcess {
+  std::int64_t pid = 0;
+  std::string command;     // its command line, clipped by the agent (and checked by the host)
+  std::string process_id;  // lockroom's process id when the program descends from one lockroom started
+  friend bool operator==(const GuestProcess&, const GuestProcess&) = default;
+};
 
 struct AuditRecord {
   std::chrono::system_clock::time_point time;  // kept to the millisecond
@@ -50,6 +63,11 @@ struct AuditRecord {
   std::uint64_t duration_ms = 0;
   std::optional<int> upstream_status;
   std::vector<std::string> secrets;  // names of the secrets injected
+  std::uint64_t connection_id = 0;   // the guest connection (Proxy session), unique within the sandbox; 0: none
+  std::uint64_t request = 0;         // HTTP: the request's number on its connection (1-based); 0: a tunnel
+  std::string approval_id;           // the network/approve that decided it, if one did
+  std::optional<GuestProcess> process;
+  std::string phase;                 // network/event only: "open", "progress" or "close"; never in the log
 
   friend bool operator==(const AuditRecord&, const AuditRecord&) = default;
 };

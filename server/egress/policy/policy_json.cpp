@@ -40,26 +40,6 @@ Result<PortRange> parse_port_entry(const json& entry, const std::string& path) {
   return PortRange{*first, *last};
 }
 
-Result<std::vector<PortRange>> parse_ports(const json& value, const std::string& path) {
-  std::vector<PortRange> ports;
-  if (!value.is_array()) {
-    Result<PortRange> one = parse_port_entry(value, path);
-    if (!one) return one.error();
-    ports.push_back(*one);
-    return ports;
-  }
-  if (value.empty()) return field_error(path, "is an empty list; leave \"ports\" out to mean any port");
-  if (value.size() > kMaxPortEntries) {
-    return field_error(path, "has " + std::to_string(value.size()) + " entries; the limit is " + std::to_string(kMaxPortEntries));
-  }
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    Result<PortRange> entry = parse_port_entry(value[i], path + "[" + std::to_string(i) + "]");
-    if (!entry) return entry.error();
-    ports.push_back(*entry);
-  }
-  return ports;
-}
-
 Result<std::vector<Scheme>> parse_schemes(const json& value, const std::string& path) {
   std::vector<Scheme> schemes;
   auto one = [&](const json& item, const std::string& item_path) -> Result<void> {
@@ -102,9 +82,38 @@ Result<std::vector<HostPattern>> parse_patterns(const json& value, const std::st
 
 }  // namespace
 
+Result<std::vector<PortRange>> parse_ports(const json& value, const std::string& path) {
+  std::vector<PortRange> ports;
+  if (!value.is_array()) {
+    Result<PortRange> one = parse_port_entry(value, path);
+    if (!one) return one.error();
+    ports.push_back(*one);
+    return ports;
+  }
+  if (value.empty()) return field_error(path, "is an empty list; leave \"ports\" out to mean any port");
+  if (value.size() > kMaxPortEntries) {
+    return field_error(path, "has " + std::to_string(value.size()) + " entries; the limit is " + std::to_string(kMaxPortEntries));
+  }
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    Result<PortRange> entry = parse_port_entry(value[i], path + "[" + std::to_string(i) + "]");
+    if (!entry) return entry.error();
+    ports.push_back(*entry);
+  }
+  return ports;
+}
+
+json ports_to_json(const std::vector<PortRange>& ports) {
+  json out = json::array();
+  for (const PortRange& range : ports) {
+    if (range.first == range.last) out.push_back(range.first);
+    else out.push_back(std::to_string(range.first) + "-" + std::to_string(range.last));
+  }
+  return out;
+}
+
 Result<Rule> parse_rule(const json& value, const std::string& path) {
   if (!value.is_object()) return type_error(path, "an object", value);
-  Result<void> known = reject_unknown_fields(value, {"action", "host", "ports", "schemes", "name"}, path);
+  Result<void> known = reject_unknown_fields(value, {"action", "host", "ports", "schemes", "name", "origin"}, path);
   if (!known) return known.error();
   Rule rule;
 
@@ -139,6 +148,12 @@ Result<Rule> parse_rule(const json& value, const std::string& path) {
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return field_error(path + ".name", "has a control character");
     }
     rule.name = text;
+  }
+  if (auto origin = value.find("origin"); origin != value.end()) {
+    if (*origin == "default") rule.origin = RuleOrigin::kDefault;
+    else if (*origin == "user") rule.origin = RuleOrigin::kUser;
+    else if (*origin == "policy") rule.origin = RuleOrigin::kPolicy;
+    else return field_error(path + ".origin", "must be \"policy\", \"default\" or \"user\", got " + describe_json(*origin));
   }
   return rule;
 }
@@ -180,20 +195,14 @@ json policy_to_json(const Policy& policy) {
   json rules = json::array();
   for (const Rule& rule : policy.rules) {
     json r = {{"action", rule.action == Action::kAllow ? "allow" : "deny"}, {"host", rule.host.text()}};
-    if (!rule.ports.empty()) {
-      json ports = json::array();
-      for (const PortRange& range : rule.ports) {
-        if (range.first == range.last) ports.push_back(range.first);
-        else ports.push_back(std::to_string(range.first) + "-" + std::to_string(range.last));
-      }
-      r["ports"] = std::move(ports);
-    }
+    if (!rule.ports.empty()) r["ports"] = ports_to_json(rule.ports);
     if (!rule.schemes.empty()) {
       json schemes = json::array();
       for (Scheme s : rule.schemes) schemes.push_back(scheme_name(s));
       r["schemes"] = std::move(schemes);
     }
     if (!rule.name.empty()) r["name"] = rule.name;
+    if (rule.origin != RuleOrigin::kPolicy) r["origin"] = rule_origin_name(rule.origin);
     rules.push_back(std::move(r));
   }
   json inspect = json::array();

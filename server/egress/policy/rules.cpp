@@ -87,8 +87,22 @@ bool Rule::matches_port_and_scheme(std::uint16_t port, Scheme scheme) const {
   return port_ok && scheme_ok;
 }
 
+const char* rule_origin_name(RuleOrigin origin) {
+  switch (origin) {
+    case RuleOrigin::kPolicy: return "policy";
+    case RuleOrigin::kDefault: return "default";
+    case RuleOrigin::kUser: return "user";
+  }
+  return "policy";
+}
+
 Policy with_default_allow(Policy policy, const std::vector<Rule>& defaults) {
-  if (policy.use_default_allow) policy.rules.insert(policy.rules.end(), defaults.begin(), defaults.end());
+  std::erase_if(policy.rules, [](const Rule& rule) { return rule.origin == RuleOrigin::kDefault; });
+  if (!policy.use_default_allow) return policy;
+  for (Rule rule : defaults) {
+    rule.origin = RuleOrigin::kDefault;
+    policy.rules.push_back(std::move(rule));
+  }
   return policy;
 }
 

@@ -64,12 +64,19 @@ struct PortRange {
   friend bool operator==(const PortRange&, const PortRange&) = default;
 };
 
+// Where a rule came from, so an editor can show it and a policy read and written back does not
+// grow: kPolicy (written in the request, a kit or a network/policy write), kDefault (the default
+// allow list, added by with_default_allow), kUser (a grant the user made answering network/approve).
+enum class RuleOrigin { kPolicy, kDefault, kUser };
+const char* rule_origin_name(RuleOrigin origin);  // "policy", "default", "user"
+
 struct Rule {
   Action action = Action::kAllow;
   HostPattern host;
   std::vector<PortRange> ports;  // empty: any port
   std::vector<Scheme> schemes;   // empty: any scheme
   std::string name;              // for the audit log; may be empty
+  RuleOrigin origin = RuleOrigin::kPolicy;
 
   bool matches_port_and_scheme(std::uint16_t port, Scheme scheme) const;
   friend bool operator==(const Rule&, const Rule&) = default;
@@ -87,8 +94,10 @@ struct Policy {
   friend bool operator==(const Policy&, const Policy&) = default;
 };
 
-// Appends `defaults` to the policy's rules when it uses the default allow list. Deny rules in
-// the policy still win over them.
+// Drops every rule of the policy marked kDefault (a policy read with network/policy and written
+// back carries them), then appends `defaults`, marked kDefault, when the policy uses the default
+// allow list. So the list is never added twice, and "defaultAllow": false removes it whatever
+// rules came marked. Deny rules in the policy still win over them.
 Policy with_default_allow(Policy policy, const std::vector<Rule>& defaults);
 
 // What the guest asked to reach.

@@ -132,6 +132,29 @@ TEST_CASE("net: net.connection announcements are checked as hostile input", "[ch
   CHECK_THAT(broken("kind", "udp"), Catch::Contains("\"kind\""));
   CHECK_THAT(broken("target", {{"host", "a\nb"}, {"port", 1}}), Catch::Contains("target.host"));
   CHECK_THAT(broken("target", {{"host", "a"}, {"port", 70000}}), Catch::Contains("target.port"));
+  // The program behind it: a pid (and the agent-started ancestor) in range, a printable,
+  // bounded command that comes only with a pid.
+  json with_process = ok;
+  with_process["client"] = {{"port", 40000}, {"pid", 231}, {"command", "curl https://example.com/"}, {"started", 230}};
+  auto process = wire::parse_net_connection(with_process);
+  REQUIRE(process);
+  CHECK(process->client_pid == 231);
+  CHECK(process->client_command == "curl https://example.com/");
+  CHECK(process->client_started == 230);
+  CHECK(wire::to_json(*process) == with_process);
+  auto client_broken = [&](json client) {
+    json j = ok;
+    j["client"] = std::move(client);
+    auto r = wire::parse_net_connection(j);
+    REQUIRE_FALSE(r);
+    return r.error().message;
+  };
+  CHECK_THAT(client_broken({{"port", 1}, {"pid", 0}, {"command", "x"}}), Catch::Contains("pid"));
+  CHECK_THAT(client_broken({{"port", 1}, {"pid", 5000000}, {"command", "x"}}), Catch::Contains("pid"));
+  CHECK_THAT(client_broken({{"port", 1}, {"pid", 7}, {"command", "a\x1b[31mred"}}), Catch::Contains("printable ASCII"));
+  CHECK_THAT(client_broken({{"port", 1}, {"pid", 7}, {"command", std::string(257, 'a')}}), Catch::Contains("the limit is 256"));
+  CHECK_THAT(client_broken({{"port", 1}, {"command", "curl"}}), Catch::Contains("only with a pid"));
+  CHECK_THAT(client_broken({{"port", 1}, {"pid", 7}, {"command", "x"}, {"started", -1}}), Catch::Contains("started"));
   json http = ok;
   http["kind"] = "http";
   CHECK_FALSE(wire::parse_net_connection(http));  // HTTP announces no target

@@ -198,6 +198,40 @@ TEST_CASE("net: an HTTP proxy connection carries bytes and half-closes both ways
   CHECK(n.h.shutdown() == 0);
 }
 
+TEST_CASE("net: the announcement names the program that connected, and the one the agent started", "[channel][net][e2e]") {
+  Net n;
+  // This test process connects: its pid and command line; the agent did not start it.
+  Client c(n.ports.http);
+  c.send("GET http://example.com/ HTTP/1.1\r\n\r\n");
+  Seen& s = n.wait_connection(0);
+  auto self = s.connection->client_process();
+  REQUIRE(self);
+  CHECK(self->pid == ::getpid());
+  std::ifstream cmdline("/proc/self/cmdline");
+  std::string argv0;
+  std::getline(cmdline, argv0, '\0');
+  CHECK(self->command.rfind(argv0, 0) == 0);
+  CHECK_FALSE(self->started);
+  for (unsigned char ch : self->command) CHECK((ch >= 0x20 && ch < 0x7f));
+
+  // A program the agent started (bash, through sh) connects: its ancestor sh is `started`.
+  const std::string script = "exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(n.ports.http) +
+                             "; printf 'GET http://example.com/ HTTP/1.1\\r\\n\\r\\n' >&3; sleep 1; :";  // not exec-ed into sleep: bash stays
+  auto params = argv({"sh", "-c", "bash -c \"$1\"; echo done", "sh", script});
+  auto run = run_process(n.h, params);
+  REQUIRE(run->exit);
+  CHECK(run->out == "done\n");
+  Seen& t = n.wait_connection(1);
+  auto child = t.connection->client_process();
+  REQUIRE(child);
+  INFO(child->command);
+  CHECK(child->command.rfind("bash -c exec 3<>/dev/tcp/127.0.0.1/", 0) == 0);
+  REQUIRE(child->started);
+  CHECK(*child->started == run->pid);
+  CHECK(child->pid != run->pid);
+  CHECK(n.h.shutdown() == 0);
+}
+
 TEST_CASE("net: a large transfer flows both ways under credit, in order", "[channel][net][e2e]") {
   Net n;
   Client c(n.ports.http, 8192);

@@ -84,7 +84,8 @@ class TlsTestClient {
   std::string error_;
 };
 
-// A Proxy on a TestLoop; every audit record is kept in `events`.
+// A Proxy on a TestLoop; every audit record (the "close" events, phase cleared as in the log) is
+// kept in `events`, and every event as sent (open, progress, close) in `all_events`.
 class ProxyHarness {
  public:
   explicit ProxyHarness(egress::ProxyOptions options);
@@ -94,7 +95,10 @@ class ProxyHarness {
   // Opens a guest connection with accept_http and runs `guest(fd)` on a thread; the loop runs
   // until it returned (its socket is closed then) and, with `settle`, until the proxy has no
   // session left (so the last audit records are in), for at most 2 s.
-  void run_http(const std::function<void(int fd)>& guest, bool settle = true);
+  void run_http(const std::function<void(int fd)>& guest, bool settle = true, egress::ConnectionOrigin origin = {});
+  // One more guest connection (accept_http now), for a guest that uses several at once: its
+  // socket, which the caller closes.
+  int open_http(egress::ConnectionOrigin origin = {});
   // The same through accept_socks; `verdict` is what the proxy answered.
   struct SocksOutcome {
     bool called = false;
@@ -109,6 +113,7 @@ class ProxyHarness {
   int close_all();
 
   std::vector<egress::AuditRecord> events;
+  std::vector<egress::AuditRecord> all_events;
   bool close_done = false;
 
  private:

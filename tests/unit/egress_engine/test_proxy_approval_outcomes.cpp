@@ -78,7 +78,7 @@ TEST_CASE("approvals that are not answers deny under the policy's rule and say w
       {ApprovalOutcome::no_answer(NoAnswerReason::kEditorError, "-32603 the dialog crashed"), "noAnswer", "editorError",
        "no answer: the editor answered with an error (-32603 the dialog crashed); denied"},
       {ApprovalOutcome::no_answer(NoAnswerReason::kUnknownDecision, "decision \"maybe\""), "noAnswer", "unknownDecision",
-       "no answer: the editor's decision is not allowOnce, allowSandbox or deny (decision \"maybe\"); denied"},
+       "no answer: the editor's decision is not allowOnce, allowSandbox, allowHost or deny (decision \"maybe\"); denied"},
   };
   for (const Case& c : cases) {
     INFO(c.approval << " " << c.why);

@@ -240,7 +240,12 @@ ProxyHarness::ProxyHarness(ProxyOptions options) : loop_(60000) {
   if (options.sandbox_id.empty()) options.sandbox_id = "sb-test";
   auto user_events = options.on_event;
   options.on_event = [this, user_events](const AuditRecord& record) {
-    events.push_back(record);
+    all_events.push_back(record);
+    if (record.phase == "close") {
+      AuditRecord decision = record;
+      decision.phase.clear();  // as in the audit log
+      events.push_back(std::move(decision));
+    }
     if (user_events) user_events(record);
   };
   auto proxy = Proxy::create(loop_.get(), std::move(options));
@@ -268,13 +273,17 @@ void ProxyHarness::run_guest(int guest_fd, const std::function<void(int fd)>& gu
   if (settle) run_until([this] { return proxy_->stats().sessions == 0; }, std::chrono::seconds(2));
 }
 
-void ProxyHarness::run_http(const std::function<void(int fd)>& guest, bool settle) {
+void ProxyHarness::run_http(const std::function<void(int fd)>& guest, bool settle, ConnectionOrigin origin) {
+  run_guest(open_http(std::move(origin)), guest, settle);
+}
+
+int ProxyHarness::open_http(ConnectionOrigin origin) {
   FdPair pair = make_socketpair();
   REQUIRE(pair.read_end >= 0);
   auto stream = UvClientStream::open(loop_.get(), pair.read_end);
   REQUIRE(stream.ok());
-  proxy_->accept_http(std::move(stream.value()));
-  run_guest(pair.write_end, guest, settle);
+  proxy_->accept_http(std::move(stream.value()), std::move(origin));
+  return pair.write_end;
 }
 
 void ProxyHarness::run_socks(const std::string& host, std::uint16_t port, SocksOutcome& verdict,

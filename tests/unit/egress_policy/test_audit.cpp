@@ -93,6 +93,23 @@ TEST_CASE("an audit record is one JSON line that reads back to the same record")
   CHECK_FALSE(parse_audit_line(R"({"time":"2026-11-30T09:41:40.123Z","sandbox":"s","host":"h","scheme":"tcp","decision":"deny",)"
                                R"("rule":"default","approval":7})").ok());
 
+  // The connection, its request, the approval that decided it and the guest process read back;
+  // absent when unset.
+  for (const char* absent : {"connectionId", "request", "approvalId", "process", "phase"}) CHECK_FALSE(denied_json.contains(absent));
+  AuditRecord linked = sample();
+  linked.connection_id = 17;
+  linked.request = 3;
+  linked.approval_id = "sb-7-a2";
+  linked.process = GuestProcess{412, "curl -sS https://api.github.com/user", "p-9"};
+  json linked_json = audit_record_to_json(linked);
+  CHECK(linked_json["connectionId"] == 17);
+  CHECK(linked_json["request"] == 3);
+  CHECK(linked_json["approvalId"] == "sb-7-a2");
+  CHECK(linked_json["process"] == json{{"pid", 412}, {"command", "curl -sS https://api.github.com/user"}, {"processId", "p-9"}});
+  CHECK(*parse_audit_line(audit_record_to_line(linked)) == linked);
+  linked.phase = "progress";  // for events; the proxy never logs one with a phase
+  CHECK(audit_record_to_json(linked)["phase"] == "progress");
+
   // Guest bytes that are not UTF-8 do not break the line.
   AuditRecord odd = sample();
   odd.path = "/\xff\xfe";
