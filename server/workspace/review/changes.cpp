@@ -207,9 +207,9 @@ Result<FileDiff> Changes::diff_at(std::size_t file_index) const {
       hunk.lines.push_back(DiffLine{raw_line->origin, std::string(raw_line->content, raw_line->content_len),
                                     raw_line->old_lineno, raw_line->new_lineno});
     }
-    hunk.id = hunk_id(out.change.old_path, out.change.path, hunk);
     out.hunks.push_back(std::move(hunk));
   }
+  assign_hunk_ids(out.change.old_path, out.change.path, out.hunks);
   OwnedBuf text;
   if (int rc = git_patch_to_buf(&text.buf, patch); rc < 0) {
     return make_error(ErrorCode::kInternal, git_error_text("cannot print the patch of " + printable(out.change.path), rc));
