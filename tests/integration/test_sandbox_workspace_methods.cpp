@@ -273,7 +273,8 @@ TEST_CASE("editor: changes are listed, diffed, read, applied by hunk and discard
   CHECK(s.guest("git status --porcelain -- data.bin") == "");
   CHECK(editor.result("changes/list", id).at("files").empty());
   s.guest("echo more >> added.txt");
-  CHECK(editor.result("changes/discard", id) == json{{"discarded", 1}});  // the one change still to decide
+  CHECK(paths_of(editor.result("changes/list", id).at("files")) == std::set<std::string>{"added.txt"});
+  CHECK(editor.result("changes/discard", id) == json{{"discarded", 1}});  // the one change of the last view
   CHECK(s.guest("git status --porcelain --untracked-files=all") == "");
   json empty = editor.result("changes/list", id);
   CHECK(empty.at("files").empty());

@@ -116,7 +116,7 @@ TEST_CASE("editor: apply writes exactly the view it names, views are kept per cl
   CHECK(repo.read("n.txt") == "one\n");
 
   // --- rejecting one hunk in the guest: the file becomes the view's version without it.
-  s.guest("sed -i 's/^line 10$/line 10 X/; s/^line 30$/line 30 Y/' big.txt");
+  s.guest("sed -i 's/^line 20$/line 20 X/; s/^line 30$/line 30 Y/' big.txt");
   json d = editor.result("changes/diff", s.params({{"path", "big.txt"}}));
   REQUIRE(hunks_of(d).size() == 3);
   std::string keep_first = hunks_of(d)[0].at("id"), reject = hunks_of(d)[1].at("id"), keep_last = hunks_of(d)[2].at("id");
