@@ -146,6 +146,8 @@ class SandboxWorkspace {
   // The last view refresh() made, if it is still kept and the base did not move since.
   std::optional<ChangeSet> latest();
   static constexpr std::size_t kMaxViews = 8;
+  // Past this many bytes of kept patches between them, older views go too (the newest stays).
+  static constexpr std::uint64_t kMaxViewsBytes = std::uint64_t(256) << 20;
   std::size_t views_kept() const { return views_.size(); }
   // Writes the selected changes of the view `view_id` into the host workspace, three-way merging
   // files the user changed meanwhile, and moves the review's base for the files written. A file

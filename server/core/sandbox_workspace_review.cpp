@@ -33,7 +33,12 @@ void SandboxWorkspace::keep_view(ChangeSet& set) {
   set.view_id = "v" + std::to_string(++views_made_) + "-" + std::string(tree).substr(0, 8);
   views_[set.view_id] = KeptView{set, ++use_clock_};
   latest_ = set.view_id;
-  while (views_.size() > kMaxViews) {
+  auto bytes = [this] {
+    std::uint64_t total = 0;
+    for (const auto& [id, kept] : views_) total += kept.set.changes->kept_bytes();
+    return total;
+  };
+  while (views_.size() > kMaxViews || (views_.size() > 1 && bytes() > kMaxViewsBytes)) {
     auto oldest = std::min_element(views_.begin(), views_.end(), [](const auto& a, const auto& b) { return a.second.used < b.second.used; });
     views_.erase(oldest);
   }

@@ -158,6 +158,10 @@ Result<Changes> Changes::compute(git_repository* store, const git_oid& base_tree
     return x.path != y.path ? x.path < y.path : x.old_path < y.old_path;
   });
   for (std::size_t i : order) {
+    if (described[i].second) {  // a patch holds both sides' content
+      const git_diff_delta* delta = git_patch_get_delta(described[i].second.get());
+      changes.kept_bytes_ += delta->old_file.size + delta->new_file.size;
+    }
     changes.files_.push_back(std::move(described[i].first));
     changes.patches_.push_back(std::move(described[i].second));
     changes.delta_of_.push_back(i);
