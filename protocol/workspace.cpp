@@ -96,6 +96,7 @@ ChangesDiffParams read_changes_diff(ParamReader& reader) {
   out.sandbox_id = reader.string("sandboxId", true).value_or("");
   out.path = reader.string("path", false);
   out.refresh = reader.boolean("refresh", false).value_or(true);
+  out.view_id = reader.string("viewId", false);
   reader.reject_unknown();
   return out;
 }
@@ -107,6 +108,7 @@ ChangesContentParams read_changes_content(ParamReader& reader) {
   std::string side = reader.string("side", false).value_or("current");
   if (side != "base" && side != "current") reader.fail("side", "must be \"base\" or \"current\", got \"" + side + "\"");
   out.base = side == "base";
+  out.view_id = reader.string("viewId", false);
   reader.reject_unknown();
   return out;
 }
@@ -114,6 +116,7 @@ ChangesContentParams read_changes_content(ParamReader& reader) {
 ChangesApplyParams read_changes_apply(ParamReader& reader) {
   ChangesApplyParams out;
   out.sandbox_id = reader.string("sandboxId", true).value_or("");
+  out.view_id = reader.string("viewId", true).value_or("");
   out.select = read_selection(reader);
   std::string mode = reader.string("mode", false).value_or("worktree");
   if (mode != "worktree" && mode != "branch") reader.fail("mode", "must be \"worktree\" or \"branch\", got \"" + mode + "\"");
@@ -128,6 +131,11 @@ ChangesDiscardParams read_changes_discard(ParamReader& reader) {
   ChangesDiscardParams out;
   out.sandbox_id = reader.string("sandboxId", true).value_or("");
   out.paths = reader.strings("paths", false);
+  out.select = read_selection(reader);
+  out.view_id = reader.string("viewId", false);
+  if (reader.ok() && out.select && out.paths) reader.fail("select", "cannot be given with \"paths\": name files and hunks in select only");
+  if (reader.ok() && out.select && !out.view_id)
+    reader.fail("viewId", "is required with \"select\": the view (of changes/list or changes/diff) whose hunks are named");
   reader.reject_unknown();
   return out;
 }

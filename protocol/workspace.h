@@ -35,8 +35,9 @@ struct FileSelectionWire {
 
 struct ChangesDiffParams {
   std::string sandbox_id;
-  std::optional<std::string> path;  // absent: every changed file
-  bool refresh = true;              // false: the view the last changes/list or diff took
+  std::optional<std::string> path;     // absent: every changed file
+  bool refresh = true;                 // false: the view the last changes/list or diff took
+  std::optional<std::string> view_id;  // answer from that kept view (no look at the guest)
 };
 ChangesDiffParams read_changes_diff(ParamReader& reader);
 
@@ -44,11 +45,13 @@ struct ChangesContentParams {
   std::string sandbox_id;
   std::string path;
   bool base = false;  // side: "base" | "current"
+  std::optional<std::string> view_id;  // read from that kept view; absent: the latest view
 };
 ChangesContentParams read_changes_content(ParamReader& reader);
 
 struct ChangesApplyParams {
   std::string sandbox_id;
+  std::string view_id;                                   // required: the view the user reviewed
   std::optional<std::vector<FileSelectionWire>> select;  // absent: everything
   bool branch_mode = false;                              // mode: "worktree" | "branch"
   std::string branch;                                    // branch mode: lockroom/<branch>; default the sandbox id
@@ -58,7 +61,10 @@ ChangesApplyParams read_changes_apply(ParamReader& reader);
 
 struct ChangesDiscardParams {
   std::string sandbox_id;
-  std::optional<std::vector<std::string>> paths;  // absent: every change
+  std::optional<std::vector<std::string>> paths;  // absent (and no select): every change
+  // Files or hunks of the view `view_id` (both or neither; not with `paths`).
+  std::optional<std::vector<FileSelectionWire>> select;
+  std::optional<std::string> view_id;
 };
 ChangesDiscardParams read_changes_discard(ParamReader& reader);
 

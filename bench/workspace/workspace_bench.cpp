@@ -233,7 +233,7 @@ void incremental_sync(Driver& b, const bench::SourceRepo& repo, const std::strin
   for (int i = 0; i < runs; ++i) {
     repo.append(three, "/* sync edit " + std::to_string(i) + " */");
     auto t0 = Clock::now();
-    auto t = b.await<core::WorkspaceTransfer>("sync", [&](auto done) { ws->sync(*agent, done); });
+    auto t = b.await<core::WorkspaceTransfer>("sync", [&](auto done) { ws->sync(*agent, nullptr, done); });
     double total = ms(t0, Clock::now());
     out.sync_total.push_back(total);
     out.sync_pack.push_back(t.pack_ms);

@@ -249,7 +249,7 @@ int run_diff(ControlClient& client, const DiffRequest& request, std::ostream& ou
 }
 
 int run_apply(ControlClient& client, const ApplyRequest& request, std::ostream& out, std::ostream& err) {
-  // A fresh listing first: the paths are matched against it, and apply acts on this view.
+  // A fresh listing first: the paths are matched against it, and apply names this view.
   auto listed = list_changes(client, request.timeout);
   if (!listed) {
     err << "lockroom: " << listed.error().message << "\n";
@@ -286,7 +286,8 @@ int run_apply(ControlClient& client, const ApplyRequest& request, std::ostream& 
         << " (the host is untouched)\n";
     return 0;
   }
-  json params{{"sandboxId", client.sandbox_id()}, {"mode", request.branch ? "branch" : "worktree"}};
+  // Exactly what this listing showed: if the sandbox changed since, the apply refuses.
+  json params{{"sandboxId", client.sandbox_id()}, {"viewId", listed->value("viewId", "")}, {"mode", request.branch ? "branch" : "worktree"}};
   if (some) params["select"] = selection_of(chosen);
   if (request.branch) {
     params["branch"] = *request.branch;

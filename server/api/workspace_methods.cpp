@@ -4,6 +4,7 @@
 #include "protocol/sandbox.h"
 #include "protocol/workspace.h"
 #include "server/api/error_map.h"
+#include "server/rpc/progress.h"
 
 namespace lockroom::api {
 
@@ -96,10 +97,69 @@ json list_json(const core::ChangeSet& set, const std::optional<std::string>& fil
   json files = json::array();
   for (const auto& c : set.changes->list())
     if (!filter || under(c.path, *filter) || under(c.old_path, *filter)) files.push_back(change_json(c));
-  return json{{"files", std::move(files)},
+  return json{{"viewId", set.view_id},
+              {"files", std::move(files)},
               {"refused", refused_json(set.refused)},
               {"fetched", {{"blobs", set.blobs_fetched}, {"bytes", set.bytes_fetched}}},
               {"ms", set.refresh_ms}};
+}
+
+// $/progress for one request when the editor's connection carries it and the request has a
+// workDoneToken (the control socket has no progress). Shared by the request's callbacks.
+class Progress {
+ public:
+  Progress(rpc::Connection* connection, const json& params) {
+    if (connection) p_ = std::make_shared<rpc::WorkDoneProgress>(*connection, params);
+  }
+  // `cancellable`: whether $/cancelRequest can still stop the work (see workspace.md, Cancellation).
+  void begin(const std::string& title, bool cancellable) const {
+    if (p_) p_->begin(title, std::nullopt, cancellable);
+  }
+  core::Steps steps() const {
+    if (!p_) return {};
+    return [p = p_](const std::string& message) { p->report(message); };
+  }
+  void end(const std::string& message) const {
+    if (p_) p_->end(message);
+  }
+
+ private:
+  std::shared_ptr<rpc::WorkDoneProgress> p_;
+};
+
+// How a request's outcome ends its progress.
+template <typename T>
+std::string outcome_of(const Result<T>& r) {
+  if (r) return "done";
+  return r.error().code == ErrorCode::kCancelled ? "cancelled" : "failed";
+}
+
+// The view a read-only request answers from: the named one, the latest (refresh: false, or
+// changes/content), or a fresh one. `answer` runs once with it.
+void with_view_for_reading(core::SandboxWorkspace& ws, channel::AgentClient& agent, const std::optional<std::string>& view_id,
+                           bool reuse_latest, const Reply& reply, const Progress& progress,
+                           std::function<void(Result<core::ChangeSet>)> answer) {
+  if (view_id) return answer(ws.view(*view_id));
+  if (reuse_latest) {
+    if (auto latest = ws.latest()) return answer(std::move(*latest));
+  }
+  // Cancelled, the dispatcher answers -32800 at once (the later answer is dropped); a listing
+  // still queued is dropped too, one already looking at the guest finishes.
+  auto stop = std::make_shared<core::StopSignal>();
+  reply.on_cancel([stop] { stop->request(); });
+  progress.begin("Reading the sandbox's changes", true);
+  ws.refresh(agent, [answer, progress](Result<core::ChangeSet> set) {
+    progress.end(outcome_of(set));
+    answer(std::move(set));
+  }, progress.steps(), stop);
+}
+
+// Makes `reply` answer a cancel itself: the operation behind `stop` stops if it still can, and
+// its own answer (-32800 when it stopped, else its real result) is the reply.
+core::Stop stoppable(const Reply& reply) {
+  auto stop = std::make_shared<core::StopSignal>();
+  reply.on_cancel_answer_myself([stop] { stop->request(); });
+  return stop;
 }
 
 }  // namespace
@@ -118,10 +178,10 @@ json workspace_summary_json(const core::WorkspaceSummary& s) {
               {"transfer", {{"objects", s.transfer.objects}, {"packBytes", s.transfer.pack_bytes}}}};
 }
 
-void bind_changes_methods(rpc::Dispatcher& d, core::SandboxManager& manager, std::optional<std::string> only) {
+void bind_changes_methods(rpc::Dispatcher& d, core::SandboxManager& manager, std::optional<std::string> only, rpc::Connection* connection) {
   core::SandboxManager* m = &manager;
 
-  d.on_request("changes/list", [m, only](const json& params, Reply reply) {
+  d.on_request("changes/list", [m, only, connection](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_changes_diff(reader);
     if (!reader.ok()) return reply.error(reader.error());
@@ -133,11 +193,10 @@ void bind_changes_methods(rpc::Dispatcher& d, core::SandboxManager& manager, std
       if (filter) while (filter->size() > 1 && filter->back() == '/') filter->pop_back();
       reply.result(list_json(*set, filter));
     };
-    if (!p.refresh && ws->first->reviewed()) return answer(*ws->first->reviewed());
-    ws->first->refresh(*ws->second, answer);
+    with_view_for_reading(*ws->first, *ws->second, p.view_id, !p.refresh, reply, Progress(connection, params), answer);
   });
 
-  d.on_request("changes/diff", [m, only](const json& params, Reply reply) {
+  d.on_request("changes/diff", [m, only, connection](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_changes_diff(reader);
     if (!reader.ok()) return reply.error(reader.error());
@@ -155,10 +214,9 @@ void bind_changes_methods(rpc::Dispatcher& d, core::SandboxManager& manager, std
         if (!diffs) return reply.error(to_rpc_error(diffs.error()));
         for (const auto& d : *diffs) files.push_back(file_diff_json(d));
       }
-      reply.result(json{{"files", std::move(files)}, {"refused", refused_json(set->refused)}});
+      reply.result(json{{"viewId", set->view_id}, {"files", std::move(files)}, {"refused", refused_json(set->refused)}});
     };
-    if (!p.refresh && ws->first->reviewed()) return answer(*ws->first->reviewed());
-    ws->first->refresh(*ws->second, answer);
+    with_view_for_reading(*ws->first, *ws->second, p.view_id, !p.refresh, reply, Progress(connection, params), answer);
   });
 
   d.on_request("changes/content", [m, only](const json& params, Reply reply) {
@@ -175,19 +233,22 @@ void bind_changes_methods(rpc::Dispatcher& d, core::SandboxManager& manager, std
       protocol::put_text_or_base64(out, "data", content->bytes);
       reply.result(std::move(out));
     };
-    if (ws->first->reviewed()) return answer(*ws->first->reviewed());
-    ws->first->refresh(*ws->second, answer);
+    with_view_for_reading(*ws->first, *ws->second, p.view_id, true, reply, Progress(nullptr, params), answer);
   });
 
-  d.on_request("changes/apply", [m, only](const json& params, Reply reply) {
+  d.on_request("changes/apply", [m, only, connection](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_changes_apply(reader);
     if (!reader.ok()) return reply.error(reader.error());
     auto ws = workspace_or_reply(*m, p.sandbox_id, reply, only);
     if (!ws) return;
+    Progress progress(connection, params);
+    progress.begin(p.branch_mode ? "Saving the changes as a branch" : "Applying the changes", true);
+    auto stop = stoppable(reply);
     if (p.branch_mode) {
-      ws->first->apply_branch(*ws->second, to_selection(p.select), core::BranchApply{p.branch, p.force},
-                              [reply](Result<review::BranchOutcome> r) {
+      ws->first->apply_branch(*ws->second, p.view_id, to_selection(p.select), core::BranchApply{p.branch, p.force}, stop,
+                              [reply, progress](Result<review::BranchOutcome> r) {
+                                progress.end(outcome_of(r));
                                 if (!r) return reply.error(to_rpc_error(r.error()));
                                 json refused = json::array();
                                 for (const auto& x : r->refused) refused.push_back({{"path", x.path}, {"reason", x.reason}});
@@ -200,7 +261,9 @@ void bind_changes_methods(rpc::Dispatcher& d, core::SandboxManager& manager, std
                               });
       return;
     }
-    ws->first->apply_worktree(*ws->second, to_selection(p.select), [reply](Result<std::vector<review::FileApplyResult>> r) {
+    ws->first->apply_worktree(*ws->second, p.view_id, to_selection(p.select), stop,
+                              [reply, progress](Result<std::vector<review::FileApplyResult>> r) {
+      progress.end(outcome_of(r));
       if (!r) return reply.error(to_rpc_error(r.error()));
       json files = json::array();
       std::map<std::string, int> counts;
@@ -216,39 +279,52 @@ void bind_changes_methods(rpc::Dispatcher& d, core::SandboxManager& manager, std
     });
   });
 
-  d.on_request("changes/discard", [m, only](const json& params, Reply reply) {
+  d.on_request("changes/discard", [m, only, connection](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_changes_discard(reader);
     if (!reader.ok()) return reply.error(reader.error());
     auto ws = workspace_or_reply(*m, p.sandbox_id, reply, only);
     if (!ws) return;
-    ws->first->discard(*ws->second, p.paths, [reply](Result<std::size_t> r) {
+    Progress progress(connection, params);
+    progress.begin("Discarding changes in the sandbox", true);
+    auto stop = stoppable(reply);
+    auto answer = [reply, progress](Result<std::size_t> r) {
+      progress.end(outcome_of(r));
       if (!r) return reply.error(to_rpc_error(r.error()));
       reply.result(json{{"discarded", *r}});
-    });
+    };
+    if (p.select) {
+      std::vector<review::FileSelection> files;
+      for (const auto& s : *p.select) files.push_back({s.path, s.hunks});
+      return ws->first->discard_selected(*ws->second, *p.view_id, std::move(files), stop, answer);
+    }
+    ws->first->discard(*ws->second, p.paths, stop, answer);
   });
-
 }
 
 void bind_workspace_methods(rpc::Connection& connection, core::SandboxManager& manager) {
   rpc::Dispatcher& d = connection.dispatcher();
   core::SandboxManager* m = &manager;
-  bind_changes_methods(d, manager);
+  rpc::Connection* conn = &connection;
+  bind_changes_methods(d, manager, std::nullopt, conn);
 
-  d.on_request("workspace/sync", [m](const json& params, Reply reply) {
+  d.on_request("workspace/sync", [m, conn](const json& params, Reply reply) {
     ParamReader reader(params);
     auto p = protocol::read_sandbox_id(reader);
     if (!reader.ok()) return reply.error(reader.error());
     auto ws = workspace_or_reply(*m, p.sandbox_id, reply);
     if (!ws) return;
+    Progress progress(conn, params);
+    progress.begin("Syncing the workspace into the sandbox", true);
     core::SandboxWorkspace* target = ws->first;
-    target->sync(*ws->second, [reply, target](Result<core::WorkspaceTransfer> t) {
+    target->sync(*ws->second, stoppable(reply), [reply, target, progress](Result<core::WorkspaceTransfer> t) {
+      progress.end(outcome_of(t));
       if (!t) return reply.error(to_rpc_error(t.error()));
       reply.result(json{{"commit", target->base().commit_id},
                         {"files", target->base().file_count},
                         {"withheld", target->base().withheld},
                         {"transfer", {{"objects", t->objects}, {"packBytes", t->pack_bytes}, {"packMs", t->pack_ms}, {"importMs", t->import_ms}}}});
-    });
+    }, progress.steps());
   });
 }
 

@@ -17,9 +17,10 @@ void bind_workspace_methods(rpc::Connection& connection, core::SandboxManager& m
 
 // Registers only the review methods (changes/list, diff, content, apply, discard) on `dispatcher`,
 // e.g. a sandbox's control socket (control_socket.h). With `only_sandbox`, a request naming any
-// other sandbox is refused as not found.
+// other sandbox is refused as not found. With `connection`, requests that carry a workDoneToken
+// report $/progress on it.
 void bind_changes_methods(rpc::Dispatcher& dispatcher, core::SandboxManager& manager,
-                          std::optional<std::string> only_sandbox = std::nullopt);
+                          std::optional<std::string> only_sandbox = std::nullopt, rpc::Connection* connection = nullptr);
 
 // sandbox/create's `workspace` result.
 protocol::json workspace_summary_json(const core::WorkspaceSummary& summary);

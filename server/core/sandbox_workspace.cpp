@@ -2,6 +2,7 @@
 // refresh, the changes out, is sandbox_workspace_refresh.cpp).
 #include "server/core/sandbox_workspace.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <set>
@@ -74,6 +75,7 @@ void SandboxWorkspace::snapshot(uv_loop_t* loop, fs::path cache_dir, WorkspaceRe
 SandboxWorkspace::SandboxWorkspace(uv_loop_t* loop, WorkspaceRequest request, std::string store_dir, workspace::RepoPtr store,
                                    snap::SnapshotResult base)
     : loop_(loop), request_(std::move(request)), store_dir_(std::move(store_dir)), store_(std::move(store)), base_(std::move(base)) {
+  if (auto ids = ids_of(base_)) review_base_ = ids->tree;
   auto objects = review::ReviewObjects::attach(store_.get(), kReviewObjectsBudget);
   if (objects) review_objects_ = *objects;
   else spdlog::warn("reviews of {} write their objects to disk: {}", request_.path, objects.error().message);
@@ -85,8 +87,26 @@ SandboxWorkspace::~SandboxWorkspace() {
   if (abandon) abandon();
 }
 
-void SandboxWorkspace::enqueue(std::function<void(std::function<void()>)> op) {
-  queue_.push_back(std::move(op));
+void StopSignal::request() {
+  flag_->store(true);
+  auto queued = std::move(while_queued_);
+  while_queued_ = nullptr;
+  if (queued) queued();
+}
+
+void SandboxWorkspace::enqueue(std::function<void(std::function<void()>)> op, Stop stop, std::function<void()> stopped) {
+  std::uint64_t id = ++queued_;
+  if (stop) {
+    auto alive = alive_;
+    stop->while_queued_ = [this, alive, id, stopped] {
+      if (!*alive) return;
+      auto it = std::find_if(queue_.begin(), queue_.end(), [id](const Queued& q) { return q.id == id; });
+      if (it == queue_.end()) return;
+      queue_.erase(it);
+      if (stopped) stopped();
+    };
+  }
+  queue_.push_back({id, std::move(op), std::move(stop)});
   if (running_) return;
   auto alive = alive_;
   auto next = std::make_shared<std::function<void()>>();
@@ -97,15 +117,15 @@ void SandboxWorkspace::enqueue(std::function<void(std::function<void()>)> op) {
       return;
     }
     running_ = true;
-    auto op = std::move(queue_.front());
+    Queued q = std::move(queue_.front());
     queue_.pop_front();
-    op([alive, next] {
+    if (q.stop) q.stop->while_queued_ = nullptr;  // running: it stops at its own points now
+    q.op([alive, next] {
       if (*alive) (*next)();
     });
   };
   (*next)();
 }
-
 
 // --- snapshot in ----------------------------------------------------------------------------
 
@@ -142,7 +162,7 @@ void SandboxWorkspace::import_over(channel::AgentClient& agent, std::string comm
 }
 
 void SandboxWorkspace::send_snapshot(channel::AgentClient& agent, const snap::SnapshotResult& snapshot,
-                                     std::optional<std::string> base_commit, Done<WorkspaceTransfer> done) {
+                                     std::optional<std::string> base_commit, Done<WorkspaceTransfer> done, Stop stop) {
   auto ids = ids_of(snapshot);
   if (!ids) return done(ids.error());
   struct Packed {
@@ -189,9 +209,11 @@ void SandboxWorkspace::send_snapshot(channel::AgentClient& agent, const snap::Sn
         packed.ms = ms_since(started);
         return packed;
       },
-      [this, alive, &agent, snapshot, base_commit, done](Result<Packed> packed) {
+      [this, alive, &agent, snapshot, base_commit, done, stop](Result<Packed> packed) {
         if (!*alive) return;
         if (!packed) return done(make_error(packed.error().code, "cannot pack the workspace: " + packed.error().message));
+        // The last point where nothing has reached the guest yet.
+        if (stop && stop->requested()) return done(make_error(ErrorCode::kCancelled, "workspace/sync was cancelled before it changed the sandbox"));
         WorkspaceTransfer transfer;
         transfer.objects = packed->objects.size();
         transfer.pack_bytes = packed->bytes;
@@ -215,161 +237,38 @@ void SandboxWorkspace::send_snapshot(channel::AgentClient& agent, const snap::Sn
       });
 }
 
-void SandboxWorkspace::sync(channel::AgentClient& agent, Done<WorkspaceTransfer> done) {
-  enqueue([this, &agent, done](std::function<void()> finished) {
+void SandboxWorkspace::sync(channel::AgentClient& agent, Stop stop, Done<WorkspaceTransfer> done, Steps steps) {
+  auto cancelled = [done] { done(make_error(ErrorCode::kCancelled, "workspace/sync was cancelled before it started")); };
+  enqueue([this, &agent, done, stop, steps](std::function<void()> finished) {
     auto reply = once_or_abandoned<WorkspaceTransfer>(abandon_, done, finished);
+    if (stop && stop->requested()) return reply(make_error(ErrorCode::kCancelled, "workspace/sync was cancelled before it started"));
+    if (steps) steps("snapshotting the host folder");
     auto request = std::make_shared<WorkspaceRequest>(request_);
     fs::path cache = fs::path(store_dir_).parent_path().parent_path().parent_path();
     auto alive = alive_;
     run_blocking<Snapshotted>(
         loop_, [request, cache] { return take(*request, cache); },
-        [this, alive, &agent, reply](Result<Snapshotted> taken) {
+        [this, alive, &agent, reply, stop, steps](Result<Snapshotted> taken) {
           if (!*alive) return;
           if (!taken) return reply(taken.error());
+          if (steps) steps("bringing the host's edits into the sandbox");
           auto next = std::make_shared<snap::SnapshotResult>(std::move(taken->result));
-          send_snapshot(agent, *next, base_.commit_id, [this, alive, next, reply](Result<WorkspaceTransfer> t) {
-            if (!*alive) return;
-            if (t) {
-              base_ = std::move(*next);
-              reviewed_.reset();  // the base moved: the next review starts from it
-            }
-            reply(std::move(t));
-          });
+          send_snapshot(
+              agent, *next, base_.commit_id,
+              [this, alive, next, reply](Result<WorkspaceTransfer> t) {
+                if (!*alive) return;
+                if (t) {
+                  base_ = std::move(*next);
+                  // The new snapshot is the review's base; every view was of the old one.
+                  if (auto ids = ids_of(base_)) review_base_ = ids->tree;
+                  review_objects_.unpin_all();
+                  drop_views();
+                }
+                reply(std::move(t));
+              },
+              stop);
         });
-  });
-}
-
-
-template <typename T>
-void SandboxWorkspace::with_review(channel::AgentClient& agent, std::function<Result<T>(const ChangeSet&)> act, Done<T> done) {
-  enqueue([this, &agent, act, done](std::function<void()> finished) {
-    auto reply = once_or_abandoned<T>(abandon_, done, finished);
-    auto alive = alive_;
-    auto run = [this, alive, act, reply](const ChangeSet& set) {
-      auto shared = std::make_shared<ChangeSet>(set);
-      run_blocking<T>(loop_, [act, shared] { return act(*shared); }, [alive, reply](Result<T> r) {
-        if (*alive) reply(std::move(r));
-      });
-    };
-    if (reviewed_) return run(*reviewed_);
-    do_refresh(agent, 1, [run, reply](Result<ChangeSet> set) {
-      if (!set) return reply(set.error());
-      run(*set);
-    });
-  });
-}
-
-void SandboxWorkspace::apply_worktree(channel::AgentClient& agent, review::Selection selection,
-                                      Done<std::vector<review::FileApplyResult>> done) {
-  std::string dir = request_.path;
-  review::WorktreeApplyOptions options;
-  options.max_file_bytes = request_.limits.max_file_bytes;
-  with_review<std::vector<review::FileApplyResult>>(
-      agent,
-      [selection, dir, options](const ChangeSet& set) {
-        const auto& c = *set.changes;
-        return review::apply_worktree(c.store(), c.base_tree(), c.result_tree(), dir, selection, options);
-      },
-      std::move(done));
-}
-
-void SandboxWorkspace::apply_branch(channel::AgentClient& agent, review::Selection selection, BranchApply branch,
-                                    Done<review::BranchOutcome> done) {
-  if (!base_.is_git_repo)
-    return done(make_error(ErrorCode::kWrongState, "the workspace " + request_.path + " is not a git repository: apply to the worktree instead"));
-  if (!base_.repo_prefix.empty())
-    return done(make_error(ErrorCode::kWrongState, "the workspace is the folder " + base_.repo_prefix +
-                                                       " inside its repository; branch mode needs the repository's top folder"));
-  review::BranchRequest request;
-  request.repo_path = request_.path;
-  if (base_.user_head) {
-    auto head = parse_oid(*base_.user_head, "user's HEAD");
-    if (!head) return done(head.error());
-    request.head_at_snapshot = *head;
-  }
-  request.name = branch.name;
-  request.force = branch.force;
-  with_review<review::BranchOutcome>(
-      agent,
-      [selection, request](const ChangeSet& set) {
-        const auto& c = *set.changes;
-        return review::apply_branch(c.store(), c.base_tree(), c.result_tree(), selection, request);
-      },
-      std::move(done));
-}
-
-// --- discard ----------------------------------------------------------------------------------
-
-void SandboxWorkspace::discard(channel::AgentClient& agent, std::optional<std::vector<std::string>> paths, Done<std::size_t> done) {
-  enqueue([this, &agent, paths, done](std::function<void()> finished) {
-    auto reply = once_or_abandoned<std::size_t>(abandon_, done, finished);
-    auto alive = alive_;
-    std::string base = base_.commit_id;
-    if (!paths) {
-      // Everything: the branch, index and worktree back to the snapshot; untracked files go
-      // (ignored ones, such as build output, stay). The count is of the changes the last review
-      // saw, or a fresh one when there is none.
-      auto reset_all = [this, alive, &agent, base, reply](std::size_t count) {
-        run_git(agent, "git reset -q --hard \"$0\" && git clean -fdq", {base}, [this, alive, count, reply](Result<void> r) {
-          if (!*alive) return;
-          reviewed_.reset();
-          if (!r) return reply(r.error());
-          reply(count);
-        });
-      };
-      if (reviewed_) return reset_all(reviewed_->changes->list().size());
-      return do_refresh(agent, 1, [alive, reset_all](Result<ChangeSet> set) {
-        if (*alive) reset_all(set ? set->changes->list().size() : 0);
-      });
-    }
-    // Chosen paths: each back to its base version, or removed when the base has none. A rename
-    // is undone as a whole (its old path is restored too).
-    auto ids = ids_of(base_);
-    if (!ids) return reply(ids.error());
-    workspace::TreePtr tree;
-    {
-      git_tree* t = nullptr;
-      if (int rc = git_tree_lookup(&t, store_.get(), &ids->tree); rc != 0)
-        return reply(make_error(ErrorCode::kInternal, workspace::git_error_text("the base tree " + base + " is not in lockroom's store", rc)));
-      tree.reset(t);
-    }
-    std::set<std::string> touched(paths->begin(), paths->end());
-    std::set<std::string> changes;  // each change named once (a rename by either of its paths)
-    if (reviewed_) {
-      for (const auto& p : *paths) {
-        if (const auto* change = reviewed_->changes->find(p)) {
-          touched.insert(change->path);
-          touched.insert(change->old_path);
-          changes.insert(change->path);
-        } else {
-          changes.insert(p);
-        }
-      }
-    }
-    std::vector<std::string> restore{base}, remove;
-    for (const auto& p : touched) {
-      if (p.empty()) continue;
-      git_tree_entry* entry = nullptr;
-      if (git_tree_entry_bypath(&entry, tree.get(), p.c_str()) == 0) {
-        git_tree_entry_free(entry);
-        restore.push_back(p);
-      } else {
-        remove.push_back(p);
-      }
-    }
-    std::size_t count = reviewed_ ? changes.size() : paths->size();
-    std::string script = "set -e; b=\"$0\"; n=$1; shift; i=0; for p; do i=$((i+1)); "
-                         "if [ $i -le $n ]; then git checkout -q \"$b\" -- \"$p\"; else rm -rf -- \"$p\"; fi; done";
-    std::vector<std::string> args{base, std::to_string(restore.size() - 1)};
-    args.insert(args.end(), restore.begin() + 1, restore.end());
-    args.insert(args.end(), remove.begin(), remove.end());
-    run_git(agent, script, args, [this, alive, count, reply](Result<void> r) {
-      if (!*alive) return;
-      reviewed_.reset();
-      if (!r) return reply(r.error());
-      reply(count);
-    });
-  });
+  }, stop, cancelled);
 }
 
 // Runs `sh -c script args...` in the guest's workspace; fails with its stderr unless it exits 0.

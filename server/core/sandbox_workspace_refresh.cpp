@@ -37,17 +37,20 @@ constexpr wire::InlineBounds kInlineContent{std::int64_t{1} << 20, std::int64_t{
 
 }  // namespace
 
-void SandboxWorkspace::refresh(channel::AgentClient& agent, Done<ChangeSet> done) {
-  enqueue([this, &agent, done](std::function<void()> finished) {
+void SandboxWorkspace::refresh(channel::AgentClient& agent, Done<ChangeSet> done, Steps steps, Stop stop) {
+  auto cancelled = [done] { done(make_error(ErrorCode::kCancelled, "the listing was cancelled before it looked at the sandbox")); };
+  enqueue([this, &agent, done, steps](std::function<void()> finished) {
     // Past half the budget, earlier reviews' objects go: the views made of them with them (this
-    // refresh lists and fetches everything again). Nothing else refers to them between operations.
+    // refresh lists and fetches everything again). Nothing else refers to them between operations;
+    // the moved base's objects are pinned and stay.
     if (review_objects_.bytes() > kReviewObjectsBudget / 2) {
       review_objects_.clear();
       view_.reset();
-      reviewed_.reset();
+      drop_views();
     }
+    if (steps) steps("listing the sandbox's files");
     do_refresh(agent, 1, once_or_abandoned<ChangeSet>(abandon_, done, finished));
-  });
+  }, stop, cancelled);
 }
 
 // What the guest listed, checked, and which of its entries the store lacks (worker thread).
@@ -146,9 +149,7 @@ void SandboxWorkspace::do_refresh(channel::AgentClient& agent, int attempt, Done
     params.inline_content = kInlineContent;
   }
   git_repository* store = store_.get();
-  auto base = ids_of(base_);
-  if (!base) return done(base.error());
-  git_oid base_tree = base->tree;
+  git_oid base_tree = review_base_;
   agent.manifest(params, [this, alive, &agent, attempt, started, params, previous, store, base_tree, done](Result<channel::WorkspaceManifest> listed) {
     if (!*alive) return;
     if (!listed) return done(make_error(listed.error().code, "cannot list the guest's workspace: " + listed.error().message));
@@ -244,9 +245,7 @@ void SandboxWorkspace::fetch_and_diff(channel::AgentClient& agent, int attempt, 
   auto fetched = std::make_shared<Fetched>();
   auto alive = alive_;
   git_repository* store = store_.get();
-  auto base = ids_of(base_);
-  if (!base) return done(base.error());
-  git_oid base_tree = base->tree;
+  git_oid base_tree = review_base_;
   auto fetch_started = std::make_shared<Clock::time_point>(Clock::now());
   auto diff = [this, alive, listing, fetched, store, base_tree, started, fetch_started, done]() {
     run_blocking<Refreshed>(
@@ -309,7 +308,7 @@ void SandboxWorkspace::fetch_and_diff(channel::AgentClient& agent, int attempt, 
             if (on_refused_) on_refused_(event);
           }
           view_ = std::move(refreshed->view);
-          reviewed_ = set;
+          keep_view(set);
           done(std::move(set));
         });
   };

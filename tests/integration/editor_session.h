@@ -74,17 +74,24 @@ class Editor {
   }
 
   // The whole reply to `method`.
-  json ask(const std::string& method, const json& params) {
+  json ask(const std::string& method, const json& params) { return wait(send(method, params)); }
+  // Writes a request without waiting for its reply; returns its id (for wait() and cancel()).
+  int send(const std::string& method, const json& params) {
     int id = next_id_++;
-    std::string bytes = framing_.encode(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump());
-    for (std::size_t done = 0; done < bytes.size();) {
-      ssize_t n = ::write(to_server_, bytes.data() + done, bytes.size() - done);
-      REQUIRE(n > 0);
-      done += static_cast<std::size_t>(n);
-    }
+    write(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
+    return id;
+  }
+  // Writes a notification (no reply).
+  void notify(const std::string& method, const json& params) { write(json{{"jsonrpc", "2.0"}, {"method", method}, {"params", params}}); }
+  // $/cancelRequest for the request `id`.
+  void cancel(int id) { notify("$/cancelRequest", {{"id", id}}); }
+  // Turns the loop until the reply to `id` arrives; returns it.
+  json wait(int id) {
     w_.run_until([&] { return replies_.count(id) != 0; });
     return replies_[id];
   }
+  // Whether the reply to `id` has arrived (the loop is not turned).
+  bool answered(int id) const { return replies_.count(id) != 0; }
   // The result of a request that must succeed.
   json result(const std::string& method, const json& params) {
     json reply = ask(method, params);
@@ -124,6 +131,14 @@ class Editor {
   }
 
  private:
+  void write(const json& message) {
+    std::string bytes = framing_.encode(message.dump());
+    for (std::size_t done = 0; done < bytes.size();) {
+      ssize_t n = ::write(to_server_, bytes.data() + done, bytes.size() - done);
+      REQUIRE(n > 0);
+      done += static_cast<std::size_t>(n);
+    }
+  }
   static void on_alloc(uv_handle_t* handle, std::size_t, uv_buf_t* buf) {
     auto* self = static_cast<Editor*>(handle->data);
     *buf = uv_buf_init(self->buffer_.data(), static_cast<unsigned>(self->buffer_.size()));

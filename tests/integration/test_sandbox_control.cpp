@@ -196,9 +196,15 @@ TEST_CASE("lockroom diff shows a live sandbox's edits and apply writes them, con
   CHECK(discarded.status == 0);
   CHECK(discarded.out.find("discarded 1 changed file in sandbox " + s.id) != std::string::npos);
   CHECK(read_file(repo.dir / "notes.txt") == "keep me\nuser line\n");
+  // What was applied is the review's base now: nothing is left to decide ...
   auto after = s.diff(diff_request({}, true));
-  CHECK(after.out.find("notes.txt") == std::string::npos);
-  CHECK(after.out.find(" 2 files changed") != std::string::npos);
+  CHECK(after.status == 0);
+  CHECK(after.err.find("has no changes") != std::string::npos);
+  // ... until the agent edits an applied file again: only that edit shows.
+  s.guest("echo more >> added.txt");
+  auto again = s.diff(diff_request({}, true));
+  CHECK(again.out.find(" added.txt | 1 +\n") != std::string::npos);
+  CHECK(again.out.find(" 1 file changed") != std::string::npos);
 
   auto nothing = s.apply(apply_request({"no/such/file"}));
   CHECK(nothing.status == 1);
@@ -208,7 +214,7 @@ TEST_CASE("lockroom diff shows a live sandbox's edits and apply writes them, con
   auto all = s.apply(discard_request({}));
   INFO(all.out << all.err);
   CHECK(all.status == 0);
-  CHECK(all.out.find("discarded 2 changed files in sandbox " + s.id) != std::string::npos);
+  CHECK(all.out.find("discarded 1 changed file in sandbox " + s.id) != std::string::npos);
   auto none = s.diff();
   CHECK(none.status == 0);
   CHECK(none.err.find("has no changes") != std::string::npos);

@@ -89,15 +89,19 @@ struct WorkspaceSandbox {
     REQUIRE(r->ok());
     return std::move(**r);
   }
+  std::string last_view;  // the view the last refresh() made: what apply() names
   core::ChangeSet refresh() {
     auto ws = w.manager->workspace(id);
     REQUIRE(ws.ok());
-    return await<core::ChangeSet>([&](auto done) { ws->first->refresh(*ws->second, done); });
+    auto set = await<core::ChangeSet>([&](auto done) { ws->first->refresh(*ws->second, done); });
+    last_view = set.view_id;
+    return set;
   }
   std::vector<review::FileApplyResult> apply(review::Selection selection) {
     auto ws = w.manager->workspace(id);
     REQUIRE(ws.ok());
-    return await<std::vector<review::FileApplyResult>>([&](auto done) { ws->first->apply_worktree(*ws->second, selection, done); });
+    return await<std::vector<review::FileApplyResult>>(
+        [&](auto done) { ws->first->apply_worktree(*ws->second, last_view, selection, nullptr, done); });
   }
 };
 
@@ -253,8 +257,10 @@ TEST_CASE("branch mode commits the changes on lockroom/<name> without touching t
   std::string head = sh("git -C " + s.repo.dir.string() + " rev-parse HEAD");
   auto ws = s.w.manager->workspace(s.id);
   REQUIRE(ws.ok());
-  auto outcome = s.await<review::BranchOutcome>(
-      [&](auto done) { ws->first->apply_branch(*ws->second, review::Selection::all(), core::BranchApply{"task-1", false}, done); });
+  s.refresh();
+  auto outcome = s.await<review::BranchOutcome>([&](auto done) {
+    ws->first->apply_branch(*ws->second, s.last_view, review::Selection::all(), core::BranchApply{"task-1", false}, nullptr, done);
+  });
   CHECK(outcome.created);
   CHECK(outcome.ref_name == "refs/heads/lockroom/task-1");
   CHECK(sh("git -C " + s.repo.dir.string() + " rev-parse lockroom/task-1^") == head);
@@ -281,7 +287,7 @@ TEST_CASE("workspace sync brings host edits in and keeps the agent's own", "[san
   write_file(s.repo.dir / "src/app.c", "int main(void) {\n  return 7;\n}\n");
   auto ws = s.w.manager->workspace(s.id);
   REQUIRE(ws.ok());
-  auto transfer = s.await<core::WorkspaceTransfer>([&](auto done) { ws->first->sync(*ws->second, done); });
+  auto transfer = s.await<core::WorkspaceTransfer>([&](auto done) { ws->first->sync(*ws->second, nullptr, done); });
   CHECK(transfer.objects <= 4);  // one blob, its trees, the commit: only what changed
   CHECK(s.guest("cat src/app.c") == "int main(void) {\n  return 7;\n}\n");
   CHECK(s.guest("cat agent.txt") == "agent\n");

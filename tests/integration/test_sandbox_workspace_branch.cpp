@@ -18,7 +18,6 @@ TEST_CASE("editor: branch mode commits without touching the checkout; workspace/
   HostRepo repo;
   EditorSandbox s(w, editor, repo.dir.path().string());
   const json id = s.params();
-  auto with = [&](json extra) { return s.params(std::move(extra)); };
   s.guest("sed -i 's/^line 3$/line 3 from the agent/' big.txt && echo agent > agent.txt");
   const std::string agent_big = numbered_lines(40, {{3, "line 3 from the agent"}});
   std::string head = repo.git("rev-parse HEAD");
@@ -31,6 +30,12 @@ TEST_CASE("editor: branch mode commits without touching the checkout; workspace/
   };
 
   // --- branch mode, default name: the sandbox id, on the user's HEAD, without their uncommitted edit.
+  // Apply names the view the editor reviewed.
+  const json view = editor.result("changes/list", id).at("viewId");
+  auto with = [&](json extra) {
+    extra["viewId"] = view;
+    return s.params(std::move(extra));
+  };
   json saved = editor.result("changes/apply", with({{"mode", "branch"}}));
   INFO(saved.dump());
   std::string ref = "refs/heads/lockroom/" + s.id;

@@ -221,28 +221,39 @@ TEST_CASE("editor: changes are listed, diffed, read, applied by hunk and discard
   check_failed(editor.error("changes/content", {{"sandboxId", "sb-nope"}, {"path", "big.txt"}}), "notFound", "sb-nope");
   CHECK(repo.worktree_fingerprint() == untouched_host);
 
-  // --- changes/apply of one hunk: only that hunk lands in the host file.
-  json one_hunk = editor.result("changes/apply", with({{"select", {{{"path", "big.txt"}, {"hunks", {first_id}}}}}}));
+  // --- changes/apply of one hunk of the view the editor reviewed: only that hunk lands in the host file.
+  const json view = fresh.at("viewId");
+  CHECK(big_now.at("viewId") == view);  // refresh:false answered from that view
+  json one_hunk = editor.result("changes/apply", with({{"viewId", view}, {"select", {{{"path", "big.txt"}, {"hunks", {first_id}}}}}}));
   CHECK(one_hunk == json{{"mode", "worktree"}, {"files", {{{"path", "big.txt"}, {"status", "applied"}}}}, {"counts", {{"applied", 1}}}});
   CHECK(repo.read("big.txt") == numbered_lines(40, {{3, "line 3 from the agent"}}));
   CHECK(repo.read("data.bin") == all_bytes());  // nothing else moved
   CHECK(fs::exists(repo.dir / "gone.txt"));
   CHECK_FALSE(fs::exists(repo.dir / "added.txt"));
 
-  // A stale hunk id and a path with no change are refused by name; the host is not touched.
+  // The base of big.txt moved: that view is out of date for it (refused by name), a path with
+  // no change is refused too; the host is not touched.
   std::string after_hunk = repo.worktree_fingerprint();
-  json refused = editor.result("changes/apply", with({{"select", {{{"path", "big.txt"}, {"hunks", {"0123456789abcdef"}}}, {{"path", "nope.txt"}}}}}));
+  json refused = editor.result("changes/apply", with({{"viewId", view}, {"select", {{{"path", "big.txt"}, {"hunks", {second_id}}}, {{"path", "nope.txt"}}}}}));
   INFO(refused.dump());
   CHECK(refused.at("counts") == json{{"refused", 2}});
-  CHECK(has(find_file(refused.at("files"), "big.txt")->at("reason").get<std::string>(), "is not a hunk of big.txt"));
+  CHECK(has(find_file(refused.at("files"), "big.txt")->at("reason").get<std::string>(), "changed since you reviewed it"));
   CHECK(has(find_file(refused.at("files"), "nope.txt")->at("reason").get<std::string>(), "not among the changed files"));
   CHECK(repo.worktree_fingerprint() == after_hunk);
 
-  // Everything else: big.txt is merged over the hunk already applied, the rest written as is.
-  json rest = editor.result("changes/apply", with({{"mode", "worktree"}}));
+  // The next listing shows what is still to decide: big.txt's other two hunks, same ids.
+  json next = editor.result("changes/diff", with({{"path", "big.txt"}}));
+  const json& left = next.at("files")[0].at("hunks");
+  REQUIRE(left.size() == 2);
+  CHECK(left[0].at("id") == hunks_now[1].at("id"));
+  CHECK(left[1].at("id") == second_id);
+  json stale_hunk = editor.result("changes/apply", with({{"viewId", next.at("viewId")}, {"select", {{{"path", "big.txt"}, {"hunks", {first_id}}}}}}));
+  CHECK(has(find_file(stale_hunk.at("files"), "big.txt")->at("reason").get<std::string>(), "is not a hunk of big.txt"));
+
+  // Everything else of that newer view: written as is (the host's big.txt is its base).
+  json rest = editor.result("changes/apply", with({{"viewId", next.at("viewId")}, {"mode", "worktree"}}));
   INFO(rest.dump());
-  CHECK(find_file(rest.at("files"), "big.txt")->at("status") == "merged");
-  CHECK(rest.at("counts") == json{{"applied", 6}, {"merged", 1}});
+  CHECK(rest.at("counts") == json{{"applied", 7}});
   CHECK(repo.read("big.txt") == big_text.at("data").get<std::string>());
   CHECK(repo.read("data.bin") == kAgentBinary);
   CHECK(repo.read("latin1.txt") == "caf\xe9\ncaf\xe9 au lait\n");
@@ -252,14 +263,18 @@ TEST_CASE("editor: changes are listed, diffed, read, applied by hunk and discard
   CHECK((fs::status(repo.dir / "tool.sh").permissions() & fs::perms::owner_exec) == fs::perms::none);
   CHECK_FALSE(fs::exists(repo.dir / "bad\xffname.txt"));  // refused by the review, never written
   CHECK(repo.read("notes.txt") == "keep me\nuncommitted edit\n");
+  // Applied: nothing left to decide.
+  CHECK(editor.result("changes/list", id).at("files").empty());
 
-  // --- changes/discard of one path, then of everything, in the guest only.
+  // --- changes/discard of one path, then of everything, in the guest only: the guest goes back
+  // to the snapshot, and so does the review's base (the host keeps what was applied).
   std::string applied_host = repo.worktree_fingerprint();
   CHECK(editor.result("changes/discard", with({{"paths", {"data.bin"}}})) == json{{"discarded", 1}});
   CHECK(s.guest("git status --porcelain -- data.bin") == "");
-  json after_one = editor.result("changes/list", id);
-  CHECK(paths_of(after_one.at("files")) == std::set<std::string>{"big.txt", "latin1.txt", "gone.txt", "tool.sh", "added.txt", "later.txt"});
-  CHECK(editor.result("changes/discard", id) == json{{"discarded", 6}});
+  CHECK(editor.result("changes/list", id).at("files").empty());
+  s.guest("echo more >> added.txt");
+  CHECK(paths_of(editor.result("changes/list", id).at("files")) == std::set<std::string>{"added.txt"});
+  CHECK(editor.result("changes/discard", id) == json{{"discarded", 1}});  // the one change of the last view
   CHECK(s.guest("git status --porcelain --untracked-files=all") == "");
   json empty = editor.result("changes/list", id);
   CHECK(empty.at("files").empty());

@@ -65,6 +65,7 @@ class Planner {
     Step step;
     step.result.path = change.path;
     step.result.old_path = change.old_path;
+    step.result.target = planned.target;
     auto refuse = [&](std::string reason) {
       step.result.status = ApplyStatus::kRefused;
       step.result.reason = std::move(reason);
@@ -311,12 +312,18 @@ Result<std::vector<FileApplyResult>> apply_worktree(git_repository* store, const
 
   std::vector<FileApplyResult> results;
   for (const SelectionRefusal& refusal : resolved->refused) {
-    results.push_back({refusal.path, refusal.path, ApplyStatus::kRefused, refusal.reason, {}});
+    FileApplyResult refused;
+    refused.path = refused.old_path = refusal.path;
+    refused.status = ApplyStatus::kRefused;
+    refused.reason = refusal.reason;
+    results.push_back(std::move(refused));
   }
   // Plan everything before the first write.
   Planner planner(store, *workspace, options);
   std::vector<Step> steps;
   for (const PlannedChange& planned : resolved->changes) steps.push_back(planner.plan(planned));
+  if (options.stop_before_writing && options.stop_before_writing())
+    return make_error(ErrorCode::kCancelled, "the apply was cancelled before it wrote anything");
   // Deletions first, so a file can replace a directory that the sandbox emptied.
   for (Step& step : steps) {
     if (step.op == Step::Op::kDelete) execute(*workspace, step, options.max_file_bytes);
@@ -324,7 +331,11 @@ Result<std::vector<FileApplyResult>> apply_worktree(git_repository* store, const
   for (Step& step : steps) {
     if (step.op != Step::Op::kDelete && step.op != Step::Op::kNone) execute(*workspace, step, options.max_file_bytes);
   }
-  for (Step& step : steps) results.push_back(std::move(step.result));
+  for (Step& step : steps) {
+    ApplyStatus st = step.result.status;
+    step.result.moves_base = st == ApplyStatus::kApplied || st == ApplyStatus::kMerged || st == ApplyStatus::kUnchanged;
+    results.push_back(std::move(step.result));
+  }
   return results;
 }
 

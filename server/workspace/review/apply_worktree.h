@@ -6,6 +6,7 @@
 // as a conflict, with the conflict text, when not, leaving the file untouched. Everything is
 // planned (read, compared, merged) before the first write, each write is atomic (temp file,
 // fsync, rename), and a file whose host state changes during the apply is not touched.
+// A caller may still stop it between planning and the first write (options.stop_before_writing).
 //
 // Never: a path outside the workspace, anything under .git, a write through a symlink (any
 // component), replacing a directory, device, fifo or socket, a file over the size limit, or a
@@ -17,6 +18,8 @@
 #include <git2.h>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,10 +37,17 @@ struct FileApplyResult {
   ApplyStatus status = ApplyStatus::kUnchanged;
   std::string reason;         // why it was refused, conflicted or left unchanged
   std::string conflict_text;  // for a content conflict: the merge with conflict markers
+  // Whether the host now has the sandbox's side of the file (applied, merged or already there):
+  // the review's base then takes `target` at `path` (none: a deletion) and drops `old_path`.
+  bool moves_base = false;
+  std::optional<TreeSide> target;
 };
 
 struct WorktreeApplyOptions {
   std::uint64_t max_file_bytes = std::uint64_t(64) << 20;
+  // Asked once everything is planned, right before the first write: true stops the apply there
+  // (nothing written; the answer is kCancelled). Once writing began the apply finishes.
+  std::function<bool()> stop_before_writing;
 };
 
 // Fails only when nothing can be done at all (workspace or trees missing); per-file outcomes,

@@ -158,6 +158,10 @@ Result<Changes> Changes::compute(git_repository* store, const git_oid& base_tree
     return x.path != y.path ? x.path < y.path : x.old_path < y.old_path;
   });
   for (std::size_t i : order) {
+    if (described[i].second) {  // a patch holds both sides' content
+      const git_diff_delta* delta = git_patch_get_delta(described[i].second.get());
+      changes.kept_bytes_ += delta->old_file.size + delta->new_file.size;
+    }
     changes.files_.push_back(std::move(described[i].first));
     changes.patches_.push_back(std::move(described[i].second));
     changes.delta_of_.push_back(i);
@@ -207,9 +211,9 @@ Result<FileDiff> Changes::diff_at(std::size_t file_index) const {
       hunk.lines.push_back(DiffLine{raw_line->origin, std::string(raw_line->content, raw_line->content_len),
                                     raw_line->old_lineno, raw_line->new_lineno});
     }
-    hunk.id = hunk_id(out.change.old_path, out.change.path, hunk);
     out.hunks.push_back(std::move(hunk));
   }
+  assign_hunk_ids(out.change.old_path, out.change.path, out.hunks);
   OwnedBuf text;
   if (int rc = git_patch_to_buf(&text.buf, patch); rc < 0) {
     return make_error(ErrorCode::kInternal, git_error_text("cannot print the patch of " + printable(out.change.path), rc));

@@ -78,6 +78,9 @@ class Changes {
   // `path` as it is in the base or the result tree (any file there, changed or not).
   Result<FileContent> content(std::string_view path, Side side) const;
 
+  // Roughly what this object holds in memory: the content of the patches compute() kept.
+  std::uint64_t kept_bytes() const { return kept_bytes_; }
+
   git_repository* store() const { return store_; }
   const git_oid& base_tree() const { return base_tree_; }
   const git_oid& result_tree() const { return result_tree_; }
@@ -95,6 +98,7 @@ class Changes {
   std::vector<std::size_t> delta_of_;    // files_[i] is delta delta_of_[i] of diff_
   // files_[i]'s patch as compute() made it (for its line counts), or null past the bound.
   std::vector<PatchPtr> patches_;
+  std::uint64_t kept_bytes_ = 0;
   static constexpr std::uint64_t kMaxKeptPatchBytes = std::uint64_t(64) << 20;  // of blob content
 };
 

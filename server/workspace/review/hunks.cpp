@@ -3,6 +3,8 @@
 
 #include <git2.h>
 
+#include <map>
+
 #include "server/workspace/review/path_rules.h"
 #include "server/workspace/review/review_git.h"
 
@@ -26,8 +28,8 @@ bool is_content_line(char origin) { return origin == ' ' || origin == '+' || ori
 
 }  // namespace
 
-std::string hunk_id(std::string_view old_path, std::string_view new_path, const Hunk& hunk) {
-  std::string material = "lockroom-hunk-v1";
+std::string hunk_identity(std::string_view old_path, std::string_view new_path, const Hunk& hunk) {
+  std::string material = "lockroom-hunk-v2";
   auto add = [&](std::string_view part) {
     material += std::to_string(part.size());
     material += ':';
@@ -35,15 +37,27 @@ std::string hunk_id(std::string_view old_path, std::string_view new_path, const 
   };
   add(old_path);
   add(new_path);
-  add(std::to_string(hunk.old_start) + "," + std::to_string(hunk.old_lines) + " " + std::to_string(hunk.new_start) +
-      "," + std::to_string(hunk.new_lines));
   for (const DiffLine& line : hunk.lines) {
     material += line.origin;
     add(line.text);
   }
+  return material;
+}
+
+std::string hunk_id(std::string_view old_path, std::string_view new_path, const Hunk& hunk, std::size_t ordinal) {
+  std::string material = hunk_identity(old_path, new_path, hunk);
+  material += "#" + std::to_string(ordinal);
   git_oid id;
   git_odb_hash(&id, material.data(), material.size(), GIT_OBJECT_BLOB);
   return oid_hex(id).substr(0, 16);
+}
+
+void assign_hunk_ids(std::string_view old_path, std::string_view new_path, std::vector<Hunk>& hunks) {
+  std::map<std::string, std::size_t> seen;
+  for (Hunk& hunk : hunks) {
+    std::size_t& ordinal = seen[hunk_identity(old_path, new_path, hunk)];
+    hunk.id = hunk_id(old_path, new_path, hunk, ordinal++);
+  }
 }
 
 Result<std::string> apply_selected_hunks(std::string_view base, const std::vector<Hunk>& hunks,

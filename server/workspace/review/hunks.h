@@ -1,8 +1,12 @@
 // Diff hunks as the review library hands them out, their stable ids, and "base + the selected
 // hunks" for partial acceptance. Pure: no I/O (hashing uses libgit2's in-memory SHA-1).
 //
-// A hunk's id is a content hash of the file's old and new path, the hunk's old/new ranges and its
-// lines, so the same hunk has the same id on every call and in every process.
+// A hunk's id is a content hash of the file's old and new path, the hunk's own lines (context,
+// removed and added, with their origins and the "no newline at end of file" markers) and its
+// ordinal among the hunks of that file with exactly those lines. Line numbers and the header are
+// not part of it: an edit elsewhere in the file (which moves the hunk) keeps its id; a change to
+// any of its lines, or to its context, makes a new one. The same hunk has the same id on every
+// call and in every process.
 #pragma once
 
 #include <set>
@@ -30,8 +34,13 @@ struct Hunk {
   std::vector<DiffLine> lines;
 };
 
-// The stable id of `hunk` (its `id` field is ignored): 16 hex digits.
-std::string hunk_id(std::string_view old_path, std::string_view new_path, const Hunk& hunk);
+// What a hunk's id is made of apart from its ordinal (its `id` and positions are ignored).
+std::string hunk_identity(std::string_view old_path, std::string_view new_path, const Hunk& hunk);
+// The stable id of `hunk`: 16 hex digits. `ordinal` counts the hunks before it in the same file
+// with the same identity (0 for the first), so identical hunks of one file get distinct ids.
+std::string hunk_id(std::string_view old_path, std::string_view new_path, const Hunk& hunk, std::size_t ordinal = 0);
+// Gives each of `hunks` (one file's, in order) its id.
+void assign_hunk_ids(std::string_view old_path, std::string_view new_path, std::vector<Hunk>& hunks);
 
 // `base` with only the hunks whose ids are in `selected` applied. Fails if a hunk does not fit
 // `base` (its context or removed lines differ), which means the hunks are not of this base.

@@ -8,6 +8,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "server/workspace/git_util.h"
 
@@ -40,6 +41,7 @@ struct ReviewObjects::State {
   std::uint64_t max_object;
   mutable std::shared_mutex mutex;
   std::unordered_map<git_oid, Object, OidHash, OidEqual> objects;
+  std::unordered_set<git_oid, OidHash, OidEqual> pinned;
   std::uint64_t bytes = 0;
 };
 
@@ -192,8 +194,26 @@ std::size_t ReviewObjects::count() const {
 void ReviewObjects::clear() {
   if (!state_) return;
   std::unique_lock lock(state_->mutex);
-  state_->objects.clear();
-  state_->bytes = 0;
+  for (auto it = state_->objects.begin(); it != state_->objects.end();) {
+    if (state_->pinned.count(it->first)) {
+      ++it;
+      continue;
+    }
+    state_->bytes -= it->second.data.size();
+    it = state_->objects.erase(it);
+  }
+}
+
+void ReviewObjects::pin(const git_oid& id) {
+  if (!state_) return;
+  std::unique_lock lock(state_->mutex);
+  state_->pinned.insert(id);
+}
+
+void ReviewObjects::unpin_all() {
+  if (!state_) return;
+  std::unique_lock lock(state_->mutex);
+  state_->pinned.clear();
 }
 
 }  // namespace lockroom::workspace::review

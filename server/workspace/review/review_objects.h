@@ -41,9 +41,13 @@ class ReviewObjects {
   // Bytes and objects held in memory now.
   std::uint64_t bytes() const;
   std::size_t count() const;
-  // Forgets every object held. Only when nothing still refers to them (no tree, no Changes made
-  // while they were held): the caller rebuilds from the guest afterwards.
+  // Forgets every object held except the pinned ones. Only when nothing still refers to the others
+  // (no tree, no Changes made while they were held): the caller rebuilds from the guest afterwards.
   void clear();
+  // Keeps `id` (when held here) through clear(): the objects of the review's moved base
+  // (review_base.h), which outlives every review. unpin_all() when that base is replaced.
+  void pin(const git_oid& id);
+  void unpin_all();
 
   struct State;
 

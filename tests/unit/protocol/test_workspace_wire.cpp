@@ -109,6 +109,14 @@ TEST_CASE("workspace wire: changes/list and changes/diff params", "[protocol][wo
     CHECK(p.sandbox_id == "sb-1");
     CHECK_FALSE(p.path);
     CHECK(p.refresh);  // a fresh look unless the editor says otherwise
+    CHECK_FALSE(p.view_id);
+  }
+  {
+    json params = json::parse(R"({"sandboxId":"sb-1","viewId":"v4-12345678"})");
+    ParamReader reader(params);
+    auto p = read_changes_diff(reader);
+    REQUIRE(reader.ok());
+    CHECK(p.view_id == "v4-12345678");
   }
   {
     json params = json::parse(R"({"sandboxId":"sb-1","path":"src/a.c","refresh":false})");
@@ -151,17 +159,18 @@ TEST_CASE("workspace wire: changes/content params, side defaulting to current", 
 
 TEST_CASE("workspace wire: changes/apply reads the selection, mode, branch and force", "[protocol][workspace]") {
   {
-    json params = json::parse(R"({"sandboxId":"sb-7"})");
+    json params = json::parse(R"({"sandboxId":"sb-7","viewId":"v3-0011aabb"})");
     ParamReader reader(params);
     auto p = read_changes_apply(reader);
     REQUIRE(reader.ok());
+    CHECK(p.view_id == "v3-0011aabb");
     CHECK_FALSE(p.select);  // everything
     CHECK_FALSE(p.branch_mode);
     CHECK(p.branch == "sb-7");  // branch mode's default name is the sandbox id
     CHECK_FALSE(p.force);
   }
   {
-    json params = json::parse(R"({"sandboxId":"sb-7","mode":"branch","branch":"review","force":true,
+    json params = json::parse(R"({"sandboxId":"sb-7","viewId":"v3-0011aabb","mode":"branch","branch":"review","force":true,
         "select":[{"path":"a.c"},{"path":"b.c","hunks":["574b76c463fe0940","0011"]},{"path":"c.c","hunks":[]}]})");
     ParamReader reader(params);
     auto p = read_changes_apply(reader);
@@ -178,7 +187,7 @@ TEST_CASE("workspace wire: changes/apply reads the selection, mode, branch and f
     CHECK((*p.select)[2].hunks->empty());
   }
   {
-    json params = json::parse(R"({"sandboxId":"sb-7","mode":"worktree","select":[]})");
+    json params = json::parse(R"({"sandboxId":"sb-7","viewId":"v3-0011aabb","mode":"worktree","select":[]})");
     ParamReader reader(params);
     auto p = read_changes_apply(reader);
     REQUIRE(reader.ok());
@@ -192,17 +201,19 @@ TEST_CASE("workspace wire: changes/apply reads the selection, mode, branch and f
   };
   for (const Case& c : {
            Case{R"({"mode":"branch"})", R"(invalid params: "sandboxId" is required)"},
-           Case{R"({"sandboxId":"s","mode":"copy"})", R"(invalid params: "mode" must be "worktree" or "branch", got "copy")"},
-           Case{R"({"sandboxId":"s","select":"a.c"})", R"(invalid params: "select" must be a list of {path, hunks?})"},
-           Case{R"({"sandboxId":"s","select":{"path":"a.c"}})", R"(invalid params: "select" must be a list of {path, hunks?})"},
-           Case{R"({"sandboxId":"s","select":[{"path":"a"},"b"]})", R"(invalid params: "select[1]" must be an object {path, hunks?})"},
-           Case{R"({"sandboxId":"s","select":[{"hunks":["x"]}]})", R"(invalid params: "select[0].path" is required)"},
-           Case{R"({"sandboxId":"s","select":[{"path":"a"},{"path":"b","hunks":"x"}]})",
+           Case{R"({"sandboxId":"s"})", R"(invalid params: "viewId" is required)"},
+           Case{R"({"sandboxId":"s","viewId":7})", R"(invalid params: "viewId" must be a string, got 7)"},
+           Case{R"({"sandboxId":"s","viewId":"v1","mode":"copy"})", R"(invalid params: "mode" must be "worktree" or "branch", got "copy")"},
+           Case{R"({"sandboxId":"s","viewId":"v1","select":"a.c"})", R"(invalid params: "select" must be a list of {path, hunks?})"},
+           Case{R"({"sandboxId":"s","viewId":"v1","select":{"path":"a.c"}})", R"(invalid params: "select" must be a list of {path, hunks?})"},
+           Case{R"({"sandboxId":"s","viewId":"v1","select":[{"path":"a"},"b"]})", R"(invalid params: "select[1]" must be an object {path, hunks?})"},
+           Case{R"({"sandboxId":"s","viewId":"v1","select":[{"hunks":["x"]}]})", R"(invalid params: "select[0].path" is required)"},
+           Case{R"({"sandboxId":"s","viewId":"v1","select":[{"path":"a"},{"path":"b","hunks":"x"}]})",
                 R"(invalid params: "select[1].hunks" must be an array of strings, got "x")"},
-           Case{R"({"sandboxId":"s","select":[{"path":"a","hunks":[1]}]})",
+           Case{R"({"sandboxId":"s","viewId":"v1","select":[{"path":"a","hunks":[1]}]})",
                 R"(invalid params: "select[0].hunks" must be an array of strings, but item 0 is 1)"},
-           Case{R"({"sandboxId":"s","branch":5})", R"(invalid params: "branch" must be a string, got 5)"},
-           Case{R"({"sandboxId":"s","force":1})", R"(invalid params: "force" must be true or false, got 1)"},
+           Case{R"({"sandboxId":"s","viewId":"v1","branch":5})", R"(invalid params: "branch" must be a string, got 5)"},
+           Case{R"({"sandboxId":"s","viewId":"v1","force":1})", R"(invalid params: "force" must be true or false, got 1)"},
        }) {
     CHECK(error_of(c.params, read_changes_apply) == c.message);
   }
@@ -211,14 +222,14 @@ TEST_CASE("workspace wire: changes/apply reads the selection, mode, branch and f
 TEST_CASE("workspace wire: changes/apply bounds the selection", "[protocol][workspace]") {
   json select = json::array();
   for (int i = 0; i < 100001; ++i) select.push_back({{"path", "f"}});
-  json params{{"sandboxId", "s"}, {"select", select}};
+  json params{{"sandboxId", "s"}, {"viewId", "v1"}, {"select", select}};
   ParamReader reader(params);
   (void)read_changes_apply(reader);
   REQUIRE_FALSE(reader.ok());
   CHECK(reader.error().message == R"(invalid params: "select" has more than 100000 entries)");
 
   select.erase(select.begin());  // exactly at the bound is fine
-  json at_bound{{"sandboxId", "s"}, {"select", select}};
+  json at_bound{{"sandboxId", "s"}, {"viewId", "v1"}, {"select", select}};
   ParamReader ok_reader(at_bound);
   auto p = read_changes_apply(ok_reader);
   CHECK(ok_reader.ok());
@@ -243,6 +254,21 @@ TEST_CASE("workspace wire: changes/discard takes some paths or none", "[protocol
   CHECK(error_of(R"({"sandboxId":"sb-1","paths":"a"})", read_changes_discard) ==
         R"(invalid params: "paths" must be an array of strings, got "a")");
   CHECK(error_of(R"({"paths":[]})", read_changes_discard) == R"(invalid params: "sandboxId" is required)");
+  {
+    json params = json::parse(R"({"sandboxId":"sb-1","viewId":"v2-ab","select":[{"path":"a","hunks":["h1"]},{"path":"b"}]})");
+    ParamReader reader(params);
+    auto p = read_changes_discard(reader);
+    REQUIRE(reader.ok());
+    CHECK(p.view_id == "v2-ab");
+    REQUIRE(p.select);
+    REQUIRE(p.select->size() == 2);
+    CHECK((*p.select)[0].hunks == std::vector<std::string>{"h1"});
+    CHECK_FALSE((*p.select)[1].hunks);
+  }
+  CHECK(error_of(R"({"sandboxId":"sb-1","select":[{"path":"a"}]})", read_changes_discard) ==
+        R"(invalid params: "viewId" is required with "select": the view (of changes/list or changes/diff) whose hunks are named)");
+  CHECK(error_of(R"({"sandboxId":"sb-1","viewId":"v","paths":["a"],"select":[{"path":"a"}]})", read_changes_discard) ==
+        R"(invalid params: "select" cannot be given with "paths": name files and hunks in select only)");
 }
 
 TEST_CASE("workspace wire: bytes go out as text when they are UTF-8, else as base64", "[protocol][workspace]") {

@@ -330,3 +330,28 @@ TEST_CASE("file modes: an edited file keeps its host permissions, the exec bit f
   CHECK((st.st_mode & 0777) == 0600);
   CHECK(w.read("private.txt") == "edited\n");
 }
+
+TEST_CASE("apply stopped between planning and the first write writes nothing", "[apply_worktree]") {
+  World w({{"edit.txt", numbered_lines(10)}, {"gone.txt", "bye\n"}});
+  git_oid result = w.result_of({{"edit.txt", replace_line(numbered_lines(10), "line 2\n", "two\n")}, {"gone.txt", "", 0}, {"new.txt", "new\n"}});
+  auto before = snapshot_dir(w.ws);
+  int asked = 0;
+  WorktreeApplyOptions options;
+  options.stop_before_writing = [&] {
+    ++asked;
+    return true;
+  };
+  auto stopped = apply_worktree(w.store.get(), w.base, result, w.ws, Selection::all(), options);
+  REQUIRE_FALSE(stopped.ok());
+  CHECK(stopped.error().code == lockroom::ErrorCode::kCancelled);
+  CHECK(asked == 1);
+  CHECK(snapshot_dir(w.ws) == before);
+
+  // Not stopped: everything written, and each file says the base moves to the sandbox's side.
+  options.stop_before_writing = [] { return false; };
+  auto results = w.apply(result, Selection::all(), options);
+  CHECK(w.read("edit.txt") == replace_line(numbered_lines(10), "line 2\n", "two\n"));
+  for (const auto& r : results) CHECK(r.moves_base);
+  CHECK(result_for(results, "new.txt").target.has_value());
+  CHECK_FALSE(result_for(results, "gone.txt").target.has_value());
+}

@@ -153,6 +153,58 @@ TEST_CASE("changes diff: hunks with ids that are stable across computations, and
   CHECK(unknown.error().code == ErrorCode::kNotFound);
 }
 
+TEST_CASE("changes diff: a hunk keeps its id when the file is edited elsewhere, not when its own lines change", "[changes]") {
+  TempDir dir;
+  RepoPtr store = init_repo(dir / "store.git", true);
+  std::string base = numbered_lines(60);
+  std::string agent = replace_line(base, "line 40\n", "line forty\n");
+  // The same base; the agent also edited line 2, far above the hunk at line 40.
+  std::string agent_and_above = replace_line(agent, "line 2\n", "line two\n");
+  // The hunk's own context changed (line 38 is one of its context lines).
+  std::string inside = replace_line(agent, "line 38\n", "line thirty-eight\n");
+  git_oid base_tree = tree_of(store.get(), {{"f.txt", base}});
+  auto hunks_of = [&](const std::string& result) {
+    auto changes = Changes::compute(store.get(), base_tree, tree_of(store.get(), {{"f.txt", result}}));
+    REQUIRE(changes.ok());
+    auto d = changes->diff("f.txt");
+    REQUIRE(d.ok());
+    return d->hunks;
+  };
+  auto alone = hunks_of(agent);
+  auto with_above = hunks_of(agent_and_above);
+  auto changed = hunks_of(inside);
+  REQUIRE(alone.size() == 1);
+  REQUIRE(with_above.size() == 2);
+  CHECK(with_above[1].old_start == alone[0].old_start);  // a line replaced: same position...
+  CHECK(with_above[1].id == alone[0].id);
+  REQUIRE(changed.size() == 1);
+  CHECK(changed[0].id != alone[0].id);
+
+  // Lines inserted above shift the hunk: its id stays.
+  std::string shifted_agent = "new 1\nnew 2\nnew 3\n" + agent;
+  std::string shifted_base = base;
+  auto shifted = Changes::compute(store.get(), base_tree, tree_of(store.get(), {{"f.txt", shifted_agent}}));
+  REQUIRE(shifted.ok());
+  auto sd = shifted->diff("f.txt");
+  REQUIRE(sd.ok());
+  REQUIRE(sd->hunks.size() == 2);
+  CHECK(sd->hunks[1].new_start != alone[0].new_start);
+  CHECK(sd->hunks[1].id == alone[0].id);
+
+  // Two identical edits of one file (same lines and context): distinct ids.
+  std::string twice_base = "a\nb\nx\nc\nd\n" + numbered_lines(20) + "a\nb\nx\nc\nd\n";
+  std::string twice = "a\nb\ny\nc\nd\n" + numbered_lines(20) + "a\nb\ny\nc\nd\n";
+  git_oid twice_tree = tree_of(store.get(), {{"f.txt", twice_base}});
+  auto both = Changes::compute(store.get(), twice_tree, tree_of(store.get(), {{"f.txt", twice}}));
+  REQUIRE(both.ok());
+  auto bd = both->diff("f.txt");
+  REQUIRE(bd.ok());
+  REQUIRE(bd->hunks.size() == 2);
+  CHECK(bd->hunks[0].lines.size() == bd->hunks[1].lines.size());
+  CHECK(bd->hunks[0].id != bd->hunks[1].id);
+  (void)shifted_base;
+}
+
 TEST_CASE("changes content: base and current bytes, binary flag, bounds", "[changes]") {
   Scenario s;
   ChangesOptions options;

@@ -22,15 +22,28 @@ Hunk make_hunk(int old_start, int old_lines, int new_start, int new_lines, std::
 
 }  // namespace
 
-TEST_CASE("hunk ids depend on path, ranges and lines, and nothing else", "[hunks]") {
+TEST_CASE("hunk ids depend on path, lines and ordinal, not on position", "[hunks]") {
   Hunk a = make_hunk(1, 1, 1, 1, {{'-', "old\n"}, {'+', "new\n"}});
   Hunk same = make_hunk(1, 1, 1, 1, {{'-', "old\n"}, {'+', "new\n"}});
   CHECK(a.id == same.id);
   CHECK(a.id.size() == 16);
-  CHECK(a.id != make_hunk(2, 1, 2, 1, {{'-', "old\n"}, {'+', "new\n"}}).id);
+  // Moved (an edit above it): the same id.
+  CHECK(a.id == make_hunk(20, 1, 25, 1, {{'-', "old\n"}, {'+', "new\n"}}).id);
   CHECK(a.id != make_hunk(1, 1, 1, 1, {{'-', "old\n"}, {'+', "newer\n"}}).id);
+  CHECK(a.id != make_hunk(1, 1, 1, 1, {{' ', "ctx\n"}, {'-', "old\n"}, {'+', "new\n"}}).id);
+  CHECK(a.id != hunk_id("f.txt", "f.txt", a, 1));
   CHECK(a.id != hunk_id("g.txt", "g.txt", a));
   CHECK(a.id != hunk_id("f.txt", "renamed.txt", a));
+}
+
+TEST_CASE("assign_hunk_ids gives identical hunks of one file distinct ids, by their order", "[hunks]") {
+  std::vector<Hunk> hunks = {make_hunk(1, 1, 1, 1, {{'-', "x\n"}, {'+', "y\n"}}), make_hunk(9, 1, 9, 1, {{'-', "z\n"}, {'+', "w\n"}}),
+                             make_hunk(20, 1, 20, 1, {{'-', "x\n"}, {'+', "y\n"}})};
+  assign_hunk_ids("f.txt", "f.txt", hunks);
+  CHECK(hunks[0].id != hunks[2].id);
+  CHECK(hunks[0].id == hunk_id("f.txt", "f.txt", hunks[0], 0));
+  CHECK(hunks[2].id == hunk_id("f.txt", "f.txt", hunks[2], 1));
+  CHECK(hunks[1].id == hunk_id("f.txt", "f.txt", hunks[1], 0));
 }
 
 TEST_CASE("apply_selected_hunks applies only the chosen hunks", "[hunks]") {

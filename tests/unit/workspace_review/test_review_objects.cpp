@@ -102,6 +102,28 @@ TEST_CASE("review objects: clear forgets what memory held, not what is on disk",
   CHECK(objects->count() == 1);
 }
 
+TEST_CASE("review objects: pinned objects survive clear until unpinned", "[review_objects]") {
+  TempDir dir;
+  RepoPtr store = init_repo(dir / "store.git", true);
+  auto objects = ReviewObjects::attach(store.get(), 1000, 100);
+  REQUIRE(objects);
+  git_oid pinned = write_blob(store.get(), "the moved base\n");
+  git_oid loose = write_blob(store.get(), "a review's blob\n");
+  objects->pin(pinned);
+  objects->clear();
+  git_odb* raw = nullptr;
+  REQUIRE(git_repository_odb(&raw, store.get()) == 0);
+  OdbPtr odb(raw);
+  CHECK(git_odb_exists(odb.get(), &pinned));
+  CHECK_FALSE(git_odb_exists(odb.get(), &loose));
+  CHECK(objects->count() == 1);
+  CHECK(objects->bytes() == std::string("the moved base\n").size());
+  objects->unpin_all();
+  objects->clear();
+  CHECK_FALSE(git_odb_exists(odb.get(), &pinned));
+  CHECK(objects->count() == 0);
+}
+
 TEST_CASE("review objects: a blob whose id the caller computed is kept as is, within the budget", "[review_objects]") {
   TempDir dir;
   RepoPtr store = init_repo(dir / "store.git", true);
