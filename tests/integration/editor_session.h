@@ -26,6 +26,7 @@
 #include "tests/integration/sandbox_world.h"
 #include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wire_schema_check.h"
 
 namespace lockroom::testing {
 
@@ -78,6 +79,7 @@ class Editor {
   // Writes a request without waiting for its reply; returns its id (for wait() and cancel()).
   int send(const std::string& method, const json& params) {
     int id = next_id_++;
+    methods_by_id_[id] = method;
     write(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
     return id;
   }
@@ -156,6 +158,12 @@ class Editor {
       CHECK_FALSE(message.is_discarded());
       if (!message.is_object()) continue;
       self->messages.push_back(message);
+      // Everything the server sends matches protocol/schema (CHECK: a libuv callback).
+      std::string answered;
+      if (message.contains("id") && !message.contains("method") && message["id"].is_number_integer())
+        answered = self->methods_by_id_[message["id"].get<int>()];
+      auto problems = WireSchemaCheck::instance().check(message, answered);
+      for (const auto& problem : problems) FAIL_CHECK("the server sent what protocol/schema does not allow: " << problem << "\n  " << message.dump());
       if (message.contains("id") && !message.contains("method")) self->replies_[message["id"].get<int>()] = message;
       if (message.contains("method") && !message.contains("id")) self->notifications.push_back(message);
     }
@@ -169,6 +177,7 @@ class Editor {
   rpc::ContentLengthFraming framing_;
   std::vector<char> buffer_ = std::vector<char>(1u << 16);
   std::map<int, json> replies_;
+  std::map<int, std::string> methods_by_id_;
   int next_id_ = 1;
 };
 

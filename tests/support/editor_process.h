@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/rpc/framing.h"
+#include "tests/support/wire_schema_check.h"
 #include "tests/transcripts/child.h"
 
 namespace lockroom::testing {
@@ -28,6 +29,7 @@ class EditorProcess {
   // The whole reply to `method` (REQUIREs that it came within `timeout`).
   json ask(const std::string& method, const json& params, std::chrono::seconds timeout = std::chrono::seconds(120)) {
     int id = next_id_++;
+    methods_by_id_[id] = method;
     send(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
     bool got = pump_until([&] { return replies_.count(id) != 0; }, timeout);
     INFO(method << " " << params.dump() << " got no reply; stderr: " << child_.stderr_text());
@@ -95,6 +97,12 @@ class EditorProcess {
       if (event.kind != rpc::FrameEvent::Kind::kMessage) continue;
       json message = json::parse(event.text, nullptr, false);
       if (!message.is_object()) continue;
+      std::string answered;
+      if (message.contains("id") && !message.contains("method") && message["id"].is_number_integer())
+        answered = methods_by_id_[message["id"].get<int>()];
+      // Everything the server sends matches protocol/schema.
+      for (const auto& problem : WireSchemaCheck::instance().check(message, answered))
+        FAIL_CHECK("the server sent what protocol/schema does not allow: " << problem << "\n  " << message.dump());
       if (message.contains("id") && !message.contains("method") && message["id"].is_number_integer())
         replies_[message["id"].get<int>()] = message;
       else if (message.contains("method") && !message.contains("id"))
@@ -106,6 +114,7 @@ class EditorProcess {
   rpc::ContentLengthFraming framing_;
   std::vector<rpc::FrameEvent> events_;
   std::map<int, json> replies_;
+  std::map<int, std::string> methods_by_id_;
   int next_id_ = 1;
 };
 

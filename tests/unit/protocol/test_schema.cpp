@@ -67,6 +67,9 @@ const std::map<std::string, Reader>& readers() {
          return network ? "" : network.error().message;
        }},
       {"sandbox/destroy", with_param_reader(protocol::read_sandbox_id)},
+      {"sandbox/attach", with_param_reader(protocol::read_sandbox_id)},
+      {"sandbox/setLabel", with_param_reader(protocol::read_sandbox_set_label)},
+      {"process/list", with_param_reader(protocol::read_sandbox_id)},
       {"workspace/sync", with_param_reader(protocol::read_sandbox_id)},
       {"process/start", with_param_reader(protocol::read_process_start)},
       {"process/write", with_param_reader(protocol::read_process_write)},
@@ -91,7 +94,7 @@ const std::map<std::string, Reader>& readers() {
 // Requests from the client whose params no reader above covers, and why.
 const std::map<std::string, std::string> kReadElsewhere{
     {"shutdown", "takes no params"},
-    {"sandbox/list", "takes no params"},
+    {"sandbox/list", "takes no params (it refuses any)"},
     {"lockroom/echo", "answers any params unchanged"},
     {"kit/list", "read in server/api/kit_methods.cpp"},
     {"kit/validate", "read in server/api/kit_methods.cpp"},
