@@ -83,7 +83,8 @@ const std::map<std::string, Reader>& readers() {
       {"changes/discard", with_param_reader(protocol::read_changes_discard)},
       {"network/policy",
        [](const json& params) -> std::string {
-         if (!params.contains("policy")) return "";
+         // false switches the network off (the handler's own case); anything else is a policy.
+         if (!params.contains("policy") || params["policy"] == false) return "";
          auto policy = lockroom::egress::parse_policy(params["policy"], "policy");
          return policy ? "" : policy.error().message;
        }},

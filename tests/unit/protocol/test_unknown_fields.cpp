@@ -93,7 +93,7 @@ TEST_CASE("unknown fields: nested readers report the full path once merged", "[p
   CHECK(deep.first == R"(invalid params: "workspace.limits.maxFile" is not a known field; did you mean "workspace.limits.maxFiles"?)");
   CHECK(deep.second == "workspace.limits.maxFile");
 
-  auto item = refusal_of(R"({"sandboxId":"s","select":[{"path":"a"},{"path":"b","hunk":["h1"]}]})", read_changes_apply);
+  auto item = refusal_of(R"({"sandboxId":"s","viewId":"v-1","select":[{"path":"a"},{"path":"b","hunk":["h1"]}]})", read_changes_apply);
   CHECK(item.first == R"(invalid params: "select[1].hunk" is not a known field; did you mean "select[1].hunks"?)");
   CHECK(item.second == "select[1].hunk");
 
@@ -132,7 +132,7 @@ TEST_CASE("unknown fields: every protocol reader refuses them", "[params][unknow
   CHECK(refusal_of(R"({"sandboxId":"s","paths":["a"]})", read_changes_diff).first ==
         R"(invalid params: "paths" is not a known field; did you mean "path"?)");
   CHECK(refusal_of(R"({"sandboxId":"s","path":"a","sides":"base"})", read_changes_content).second == "sides");
-  CHECK(refusal_of(R"({"sandboxId":"s","mode":"branch","branchName":"x"})", read_changes_apply).second == "branchName");
+  CHECK(refusal_of(R"({"sandboxId":"s","viewId":"v-1","mode":"branch","branchName":"x"})", read_changes_apply).second == "branchName");
   CHECK(refusal_of(R"({"sandboxId":"s","path":["a"]})", read_changes_discard).first ==
         R"(invalid params: "path" is not a known field; did you mean "paths"?)");
   CHECK(refusal_of(R"({"kits":[],"workspace":{"path":"/w","withold":["x"]}})", read_sandbox_create).second == "workspace.withold");
