@@ -15,14 +15,6 @@ namespace lockroom::core {
 namespace review = workspace::review;
 using namespace workspace_parts;
 
-namespace {
-
-constexpr const char* kChangedSinceReview = "changed since you reviewed it; list again";
-
-Error cancelled(const std::string& what) { return make_error(ErrorCode::kCancelled, what + " was cancelled before it changed anything"); }
-
-}  // namespace
-
 // --- discard ----------------------------------------------------------------------------------
 
 void SandboxWorkspace::discard(channel::AgentClient& agent, std::optional<std::vector<std::string>> paths, Stop stop, Done<std::size_t> done) {

@@ -65,4 +65,12 @@ std::function<void(Result<T>)> once_or_abandoned(std::function<void()>& abandon,
   };
 }
 
+// The end of every refusal of a view or file the user reviewed before it changed.
+inline constexpr const char* kChangedSinceReview = "changed since you reviewed it; list again";
+
+// A mutating operation stopped by a cancel before its first write.
+inline Error cancelled(const std::string& what) {
+  return make_error(ErrorCode::kCancelled, what + " was cancelled before it changed anything");
+}
+
 }  // namespace lockroom::core::workspace_parts

@@ -16,14 +16,6 @@ namespace lockroom::core {
 namespace review = workspace::review;
 using namespace workspace_parts;
 
-namespace {
-
-constexpr const char* kChangedSinceReview = "changed since you reviewed it; list again";
-
-Error cancelled(const std::string& what) { return make_error(ErrorCode::kCancelled, what + " was cancelled before it changed anything"); }
-
-}  // namespace
-
 // --- views ------------------------------------------------------------------------------------
 
 void SandboxWorkspace::keep_view(ChangeSet& set) {
