@@ -15,6 +15,7 @@
 
 #include "server/egress/policy/policy_json.h"
 #include "server/egress/policy/secrets.h"
+#include "tests/support/listen_any.h"
 #include "tests/integration/sandbox_world.h"
 
 using namespace lockroom;
@@ -28,17 +29,7 @@ namespace {
 class HostHttpServer {
  public:
   HostHttpServer() {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(listen(fd_, 16) == 0);
-    socklen_t len = sizeof addr;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    fd_ = listen_on_any_ipv4(port_);
     thread_ = std::thread([this] { serve(); });
   }
   ~HostHttpServer() {

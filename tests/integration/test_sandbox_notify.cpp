@@ -251,8 +251,8 @@ TEST_CASE("notify: flow control holds a fast producer's output in the guest whil
   json created = editor.result("sandbox/create", {{"network", false}});
   std::string id = created.at("sandboxId").get<std::string>();
   constexpr std::size_t kBytes = 8u << 20;
-  const std::string line = "xxxxxxxxxxxxxxx\n";  // 16 bytes: kBytes is a whole number of them
-  std::string producer = start(editor, {{"sandboxId", id}, {"argv", {"sh", "-c", "yes xxxxxxxxxxxxxxx | head -c " + std::to_string(kBytes)}}});
+  const std::string line = "lockroom-flow-1\n";  // 16 bytes: kBytes is a whole number of them
+  std::string producer = start(editor, {{"sandboxId", id}, {"argv", {"sh", "-c", "yes lockroom-flow-1 | head -c " + std::to_string(kBytes)}}});
 
   // The editor stops reading for a while: what waits for it stays bounded.
   editor.pause_reading(true);
