@@ -34,6 +34,7 @@ json list_kits(const std::filesystem::path& workspace) {
       kit["description"] = spec->description;
       kit["extends"] = spec->extends;
       kit["packages"] = spec->packages;
+      kit["npm"] = spec->npm;
     } else {
       kit["error"] = spec.error().message;
     }

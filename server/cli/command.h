@@ -28,5 +28,6 @@ void add_ps_command(CLI::App& app, CommandContext& ctx);
 void add_kill_command(CLI::App& app, CommandContext& ctx);
 void add_kit_command(CLI::App& app, CommandContext& ctx);
 void add_workspace_command(CLI::App& app, CommandContext& ctx);
+void add_acp_command(CLI::App& app, CommandContext& ctx);
 
 }  // namespace lockroom::cli

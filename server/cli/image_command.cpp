@@ -1,7 +1,8 @@
-// `lockroom image build [--force] [--agent PATH] [--package P…]`, `lockroom image ls [--json]` and
-// `lockroom image prune`: the default guest image, built on first use and cached by content hash
-// (server/vm/image/), the package images kits with Debian packages boot (vm/image/package_image.h),
-// and the templates restored instead of booting (server/vm/template_store.h).
+// `lockroom image build [--force] [--agent PATH] [--package P…] [--npm SPEC…]`, `lockroom image ls
+// [--json]` and `lockroom image prune`: the default guest image, built on first use and cached by
+// content hash (server/vm/image/), the package images kits with Debian packages boot
+// (vm/image/package_image.h), the npm images on them (vm/image/npm_image.h), and the templates
+// restored instead of booting (server/vm/template_store.h).
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -11,8 +12,10 @@
 
 #include "server/cli/command.h"
 #include "server/common/paths.h"
+#include "server/kits/npm_spec.h"
 #include "server/vm/image/image_builder.h"
 #include "server/vm/image/image_store.h"
+#include "server/vm/image/npm_image.h"
 #include "server/vm/image/package_image.h"
 #include "server/vm/template_store.h"
 
@@ -28,7 +31,7 @@ std::string mib(std::uint64_t bytes) {
   return buf;
 }
 
-int run_build(bool force, const std::string& agent, const std::vector<std::string>& packages) {
+int run_build(bool force, const std::string& agent, const std::vector<std::string>& packages, const std::vector<std::string>& npm) {
   img::ImageBuildOptions options;
   options.cache = default_paths().cache;
   options.agent = agent.empty() ? img::default_agent_path() : std::filesystem::path(agent);
@@ -44,6 +47,20 @@ int run_build(bool force, const std::string& agent, const std::vector<std::strin
     package_options.refresh = force;
     image = img::ensure_package_image(*image, package_options, progress);
   }
+  if (image && !npm.empty()) {
+    img::NpmLayerOptions npm_options;
+    npm_options.cache = options.cache;
+    npm_options.max_bytes = img::max_npm_bytes_from_env();
+    for (const auto& spec : npm) {  // as a kit file would say them, a file: path from here
+      auto normal = kits::normalize_npm_spec(spec, std::filesystem::current_path());
+      if (!normal) {
+        std::cerr << "lockroom: --npm: " << normal.error().message << "\n";
+        return 2;
+      }
+      npm_options.specs.push_back(*normal);
+    }
+    image = img::ensure_npm_image(*image, npm_options, progress);
+  }
   if (!image) {
     std::cerr << "lockroom: cannot build the guest image: " << image.error().message << "\n";
     return 1;
@@ -55,6 +72,9 @@ int run_build(bool force, const std::string& agent, const std::vector<std::strin
   if (m.packages)
     std::cout << "  packages on image " << m.packages->base_hash << ": " << m.packages->resolved.size() << " resolved, "
               << m.packages->files << " files, layer " << mib(m.packages->layer_bytes) << "\n";
+  if (m.npm)
+    std::cout << "  npm packages on image " << m.npm->base_hash << ": " << m.npm->resolved.size() << " installed, " << m.npm->files
+              << " files, layer " << mib(m.npm->layer_bytes) << "\n";
   std::cerr << "lockroom: done in " << static_cast<int>(seconds * 10) / 10.0 << " s\n";
   return 0;
 }
@@ -91,6 +111,20 @@ void print_package_images(const std::filesystem::path& cache) {
   }
 }
 
+// The npm images (an image + a layer of npm packages), after the package images.
+void print_npm_images(const std::filesystem::path& cache) {
+  auto images = img::list_npm_images(cache);
+  if (images.empty()) return;
+  std::printf("\n  %-16s  %-16s  %-10s  %-10s  %-20s  %s\n", "NPM IMAGE", "ON IMAGE", "LAYER", "INITRD", "CREATED", "NPM PACKAGES");
+  for (const auto& image : images) {
+    const auto& m = image.manifest;
+    std::string asked;
+    for (const auto& p : m.npm->requested) asked += (asked.empty() ? "" : " ") + p;
+    std::printf("  %-16s  %-16s  %-10s  %-10s  %-20s  %s (%zu installed)\n", m.hash.c_str(), m.npm->base_hash.c_str(),
+                mib(m.npm->layer_bytes).c_str(), mib(m.initrd_bytes).c_str(), m.created.c_str(), asked.c_str(), m.npm->resolved.size());
+  }
+}
+
 int run_prune() {
   auto cache = default_paths().cache;
   auto dirs = vm::default_template_dirs(cache);
@@ -109,6 +143,10 @@ int run_prune() {
   if (packages.images || packages.debs)
     std::cout << "removed " << packages.images << " package image" << (packages.images == 1 ? "" : "s") << " and " << packages.debs
               << " downloaded package" << (packages.debs == 1 ? "" : "s") << " (" << mib(packages.bytes) << ")\n";
+  auto npm = img::prune_npm_images(cache);
+  if (npm.images || npm.layers)
+    std::cout << "removed " << npm.images << " npm image" << (npm.images == 1 ? "" : "s") << " and " << npm.layers << " npm layer"
+              << (npm.layers == 1 ? "" : "s") << " (" << mib(npm.bytes) << ")\n";
   return 0;
 }
 
@@ -124,8 +162,10 @@ int run_ls(bool json) {
       j["current"] = current && *current == image.manifest.hash;
       list.push_back(std::move(j));
     }
-    for (const auto& image : img::list_package_images(cache)) {
-      auto j = img::manifest_to_json(image.manifest);  // with its "packages" part
+    auto layered = img::list_package_images(cache);
+    for (auto& image : img::list_npm_images(cache)) layered.push_back(std::move(image));
+    for (const auto& image : layered) {
+      auto j = img::manifest_to_json(image.manifest);  // with its "packages" and "npm" parts
       j["path"] = image.dir.string();
       j["current"] = false;
       list.push_back(std::move(j));
@@ -146,6 +186,7 @@ int run_ls(bool json) {
                 m.created.c_str());
   }
   print_package_images(cache);
+  print_npm_images(cache);
   print_templates(cache);
   return 0;
 }
@@ -163,14 +204,16 @@ void add_image_command(CLI::App& app, CommandContext& ctx) {
   auto packages = std::make_shared<std::vector<std::string>>();
   build->add_option("--agent", *agent, "the lockroom-agent to put in the guest (default: next to this program)");
   build->add_option("--package", *packages, "also build the package image with these Debian packages (repeatable), as a kit's `packages` would");
-  build->callback([&ctx, force, agent, packages] { ctx.exit_code = run_build(*force, *agent, *packages); });
+  auto npm = std::make_shared<std::vector<std::string>>();
+  build->add_option("--npm", *npm, "also build the npm image with these npm specs (repeatable), as a kit's `npm` would");
+  build->callback([&ctx, force, agent, packages, npm] { ctx.exit_code = run_build(*force, *agent, *packages, *npm); });
 
   auto* ls = cmd->add_subcommand("ls", "list cached guest images (* marks the current one)");
   auto json = std::make_shared<bool>(false);
   ls->add_flag("--json", *json, "machine-readable output");
   ls->callback([&ctx, json] { ctx.exit_code = run_ls(*json); });
 
-  auto* prune = cmd->add_subcommand("prune", "remove the templates kept in the cache (workspace templates hold copies of your code), the package images and downloaded packages");
+  auto* prune = cmd->add_subcommand("prune", "remove the templates kept in the cache (workspace templates hold copies of your code), the package and npm images, downloaded packages and npm layers");
   prune->callback([&ctx] { ctx.exit_code = run_prune(); });
 }
 

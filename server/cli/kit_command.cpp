@@ -78,6 +78,8 @@ int show_plan(const std::vector<std::string>& refs, bool as_json) {
   for (const auto& k : plan->kits) std::cout << k << " ";
   std::cout << "\npackages:  ";
   for (const auto& p : plan->packages) std::cout << p << " ";
+  std::cout << "\nnpm:       ";
+  for (const auto& p : plan->npm) std::cout << p << " ";
   std::cout << "\nenv:       " << plan->env.size() << " variable(s)\nfiles:     ";
   for (const auto& f : plan->files) std::cout << f.path << " ";
   std::cout << "\nsetup:\n";

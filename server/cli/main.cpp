@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   add_apply_command(app, ctx);
   add_kit_command(app, ctx);
   add_workspace_command(app, ctx);
+  add_acp_command(app, ctx);
 
   std::vector<std::string> args = normalise_args(app, argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector of arguments in reverse order

@@ -12,6 +12,7 @@
 #include "server/cli/command.h"
 #include "server/cli/sandbox_config.h"
 #include "server/common/paths.h"
+#include "server/common/signal_watch.h"
 #include "server/common/uv_handle.h"
 #include "server/serve/bridge.h"
 #include "server/serve/server_core.h"
@@ -21,30 +22,6 @@
 namespace lockroom::cli {
 
 namespace {
-
-// Stops the server gracefully on SIGTERM, SIGINT and SIGHUP.
-class SignalWatch {
- public:
-  SignalWatch(uv_loop_t* loop, std::function<void(int)> on_signal) : on_signal_(std::move(on_signal)) {
-    for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
-      auto* handle = new_handle<uv_signal_t>(this);
-      uv_signal_init(loop, handle);
-      uv_signal_start(handle, [](uv_signal_t* h, int signum) {
-        if (auto* self = static_cast<SignalWatch*>(h->data)) self->on_signal_(signum);
-      }, signum);
-      handles_.push_back(handle);
-    }
-  }
-  ~SignalWatch() { close(); }
-  void close() {
-    for (auto*& h : handles_) close_handle(h);
-    handles_.clear();
-  }
-
- private:
-  std::function<void(int)> on_signal_;
-  std::vector<uv_signal_t*> handles_;
-};
 
 // How `serve` runs (serve.h): in-process, as the shared server, or as a bridge to it.
 int serve(const ServeOptions& options, const std::string& version, const std::vector<std::filesystem::path>& upstream_ca_files);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "server/egress/policy/policy_json.h"
+#include "server/kits/npm_spec.h"
 #include "server/vm/image/package_closure.h"
 
 namespace lockroom::core {
@@ -51,6 +52,11 @@ Result<void> apply_kit_plan(const kits::KitPlan& plan, CreateRequest& request) {
   if (!all) return all.error();
   request.packages = std::move(*all);
 
+  request.npm.insert(request.npm.end(), plan.npm.begin(), plan.npm.end());
+  auto npm = kits::normalize_npm_set(std::move(request.npm));
+  if (!npm) return npm.error();
+  request.npm = std::move(*npm);
+
   if (request.workspace) {
     auto add = [](std::vector<std::string>& to, const std::vector<std::string>& from) {
       for (const auto& p : from)
@@ -65,6 +71,8 @@ Result<void> apply_kit_plan(const kits::KitPlan& plan, CreateRequest& request) {
 Result<void> check_kit_plan_supported(const kits::KitPlan& plan) {
   // Packages become a package image (vm/image/package_image.h); the set must be one it can take.
   if (auto packages = vm::image::normalize_package_set(plan.packages); !packages) return packages.error();
+  // npm specs become an npm layer on that image (vm/image/npm_image.h); the set must be one npm can take.
+  if (auto npm = kits::normalize_npm_set(plan.npm); !npm) return npm.error();
   return {};
 }
 

@@ -9,6 +9,7 @@
 //   secrets      union; one name defined differently by a kit and the request is an error
 //   workspace    the kits' withhold/allow patterns are added to the request's
 //   packages     the kits' Debian packages are added to the request's, sorted, without duplicates
+//   npm          the kits' npm specs likewise (two versions of one package: an error)
 // The network policy here is the one *before* the default allow list is added; call
 // finish_network() after. Pure; no I/O.
 #pragma once

@@ -423,6 +423,12 @@ Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> Sandbox::workspace()
   return std::make_pair(workspace_.get(), &link_->agent());
 }
 
+Result<channel::AgentClient*> Sandbox::files() {
+  if (auto ok = allowed(SandboxOp::kReadFiles); !ok) return ok.error();
+  if (!link_) return make_error(ErrorCode::kWrongState, "sandbox " + id_ + " has no guest link");
+  return &link_->agent();
+}
+
 void Sandbox::finalize() {
   set_state(is_failure(reason_) ? SandboxState::kFailed : SandboxState::kGone, reason_, stop_message_);
   auto callbacks = std::move(stopped_callbacks_);

@@ -107,6 +107,8 @@ class Sandbox {
   SandboxNetwork* network() { return network_.get(); }
   // The agent while the guest link is up, else nullptr.
   channel::AgentClient* agent() { return link_ ? &link_->agent() : nullptr; }
+  // The agent to read or write the guest's files with, while the sandbox is ready.
+  Result<channel::AgentClient*> files();
   // Expires when the sandbox goes: guards work that outlives a callback.
   std::weak_ptr<bool> lifetime() const { return alive_; }
   // The QEMU process's pid while the VM runs, else 0.

@@ -39,6 +39,12 @@ Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> SandboxManager::work
   return (*sandbox)->workspace();
 }
 
+Result<channel::AgentClient*> SandboxManager::guest_files(const std::string& sandbox_id) {
+  auto sandbox = sandbox_for(sandbox_id);
+  if (!sandbox) return sandbox.error();
+  return (*sandbox)->files();
+}
+
 // For `lockroom ps` and `lockroom kill` in other processes (see sandbox_registry.h).
 void SandboxManager::publish_record(const std::string& id, const vm::Vm& vm, const Resources& limits) const {
   SandboxRecord record;

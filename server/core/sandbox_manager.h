@@ -60,6 +60,7 @@ struct CreateRequest {
   std::optional<WorkspaceRequest> workspace;  // a host folder to copy in at /workspace
   std::optional<NetworkRequest> network;      // egress through the policy proxy; none: no way out at all
   std::vector<std::string> packages{};        // Debian packages (from kits): the guest boots a package image
+  std::vector<std::string> npm{};             // npm specs (from kits): an npm layer on that image (vm/image/npm_image.h)
   // The caller finishes the create itself (kits' setup) and then calls announce(): until then the
   // sandbox's state changes are held back, so a create that fails in the caller's part, too,
   // leaves no word of a sandbox the editor never got.
@@ -136,6 +137,8 @@ class SandboxManager : private SandboxEvents {
   Result<SandboxNetwork*> network(const std::string& sandbox_id);
   // The sandbox's workspace and its agent, for one synchronous call that starts an operation.
   Result<std::pair<SandboxWorkspace*, channel::AgentClient*>> workspace(const std::string& sandbox_id);
+  // The agent of a ready sandbox, for file/read and file/write (one synchronous call that starts one).
+  Result<channel::AgentClient*> guest_files(const std::string& sandbox_id);
   // The sandbox a process runs in (also while its process_exited is being reported, and for the
   // last kMaxExitedOwners exited processes after).
   std::optional<std::string> sandbox_of(const std::string& process_id) const;
@@ -171,8 +174,10 @@ class SandboxManager : private SandboxEvents {
   void ensure_image(CreateProgress progress, std::function<void(Result<vm::image::GuestImage>)> done);
   void ensure_image(const std::vector<std::string>& packages, CreateProgress progress,
                     std::function<void(Result<vm::image::GuestImage>)> done);
-  void ensure_template(const Resources& limits, const std::vector<std::string>& packages, CreateProgress progress,
-                       std::function<void(Result<BaseTemplate>)> done);
+  void ensure_image(const std::vector<std::string>& packages, const std::vector<std::string>& npm, CreateProgress progress,
+                    std::function<void(Result<vm::image::GuestImage>)> done);
+  void ensure_template(const Resources& limits, const std::vector<std::string>& packages, const std::vector<std::string>& npm,
+                       CreateProgress progress, std::function<void(Result<BaseTemplate>)> done);
   struct Restoring;
   void restore_guest(std::shared_ptr<Restoring> r, bool retried);
   void build_workspace_template(const BaseTemplate& base, const WorkspaceRequest& request, const WorkspaceTransfer& transfer,
@@ -203,7 +208,7 @@ class SandboxManager : private SandboxEvents {
   SandboxEvents& events_;
   std::optional<vm::image::GuestImage> image_;
   WaitList<vm::image::GuestImage> image_waiters_;
-  std::map<std::string, vm::image::GuestImage> package_images_;  // by package set
+  std::map<std::string, vm::image::GuestImage> package_images_;  // by package set (and npm set: "jq |npm x@1 ")
   std::map<std::string, WaitList<vm::image::GuestImage>> package_image_waiters_;
   std::unique_ptr<TemplatePool> templates_;
   std::map<std::string, std::unique_ptr<Sandbox>> sandboxes_;

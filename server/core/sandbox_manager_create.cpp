@@ -40,6 +40,7 @@ struct SandboxManager::Restoring {
   std::map<std::string, std::string> env;
   std::optional<WorkspaceRequest> workspace;
   std::vector<std::string> packages;
+  std::vector<std::string> npm;
   CreateProgress progress;
   std::shared_ptr<CreateTimings> timings;
   Clock::time_point started;
@@ -148,6 +149,7 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
   restoring->env = std::move(request.env);
   restoring->workspace = request.workspace;
   restoring->packages = request.packages;
+  restoring->npm = request.npm;
   restoring->progress = progress;
   restoring->timings = timings;
   restoring->started = started;
@@ -156,7 +158,7 @@ void SandboxManager::create(CreateRequest request, CreateProgress progress, std:
     join_state->sandbox = std::move(id);
     join();
   };
-  ensure_template(*limits, restoring->packages, progress, [this, alive, restoring](Result<BaseTemplate> base) {
+  ensure_template(*limits, restoring->packages, restoring->npm, progress, [this, alive, restoring](Result<BaseTemplate> base) {
     if (!*alive) return;
     if (!base) return restoring->done(make_error(base.error().code, "cannot start a guest: " + base.error().message));
     restoring->base = *base;
@@ -193,7 +195,7 @@ void SandboxManager::restore_guest(std::shared_ptr<Restoring> r, bool retried) {
           r->source = TemplateSource::kMemory;
           return restore_guest(r, true);
         }
-        ensure_template(r->limits, r->packages, r->progress, [this, alive, r](Result<BaseTemplate> base) {
+        ensure_template(r->limits, r->packages, r->npm, r->progress, [this, alive, r](Result<BaseTemplate> base) {
           if (!*alive) return;
           if (!base) return r->done(make_error(base.error().code, "cannot start a guest: " + base.error().message));
           r->base = *base;

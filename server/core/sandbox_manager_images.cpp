@@ -4,6 +4,7 @@
 // See sandbox_manager.h.
 #include "server/core/sandbox_manager.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include <spdlog/spdlog.h>
@@ -11,6 +12,7 @@
 #include "server/common/uv_handle.h"
 #include "server/vm/host_tsc.h"
 #include "server/vm/image/image_builder.h"
+#include "server/vm/image/npm_image.h"
 #include "server/vm/image/package_image.h"
 
 namespace lockroom::core {
@@ -135,10 +137,45 @@ void SandboxManager::ensure_image(const std::vector<std::string>& packages, Crea
   });
 }
 
-void SandboxManager::ensure_template(const Resources& limits, const std::vector<std::string>& packages, CreateProgress progress,
-                                     std::function<void(Result<BaseTemplate>)> done) {
+// The image for the packages with the kits' npm layer on it (vm/image/npm_image.h), built once
+// per package and npm set and process; without npm specs, the package image itself.
+void SandboxManager::ensure_image(const std::vector<std::string>& packages, const std::vector<std::string>& npm, CreateProgress progress,
+                                  std::function<void(Result<vm::image::GuestImage>)> done) {
+  if (npm.empty()) return ensure_image(packages, std::move(progress), std::move(done));
+  std::string key;
+  for (const auto& p : packages) key += p + " ";
+  key += "|npm ";
+  for (const auto& s : npm) key += s + " ";
+  if (auto it = package_images_.find(key); it != package_images_.end()) return done(it->second);
+  if (!package_image_waiters_[key].join(std::move(done))) return;
+  // The layer carries no node: without Debian's nodejs the packages' programs cannot run (a kit
+  // may bring node another way, so this is a note, not an error).
+  if (std::find(packages.begin(), packages.end(), "nodejs") == packages.end() && progress)
+    progress("note: the kits ask for npm packages but not for the Debian package nodejs; their programs need a node in the guest", 5);
   auto alive = alive_;
-  ensure_image(packages, progress, [this, alive, limits, progress, done](Result<vm::image::GuestImage> image) {
+  ensure_image(packages, progress, [this, alive, key, npm, progress](Result<vm::image::GuestImage> parent) {
+    if (!*alive) return;
+    if (!parent) return package_image_waiters_[key].finish(parent);
+    auto* job = new ImageJob();
+    vm::image::NpmLayerOptions options;
+    options.cache = config_.paths.cache;
+    options.specs = npm;
+    options.max_bytes = vm::image::max_npm_bytes_from_env();
+    job->build = [parent = *parent, options](const vm::image::Progress& p) { return vm::image::ensure_npm_image(parent, options, p); };
+    job->progress = progress;
+    job->done = [this, alive, key](Result<vm::image::GuestImage> r) {
+      if (!*alive) return;
+      if (r) package_images_[key] = *r;
+      package_image_waiters_[key].finish(r);
+    };
+    run_image_job(loop_, job);
+  });
+}
+
+void SandboxManager::ensure_template(const Resources& limits, const std::vector<std::string>& packages, const std::vector<std::string>& npm,
+                                     CreateProgress progress, std::function<void(Result<BaseTemplate>)> done) {
+  auto alive = alive_;
+  ensure_image(packages, npm, progress, [this, alive, limits, progress, done](Result<vm::image::GuestImage> image) {
     if (!*alive) return;
     if (!image) return done(image.error());
     vm::VmSpec spec = base_spec(*image, limits);

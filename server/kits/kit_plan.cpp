@@ -7,6 +7,7 @@
 #include <set>
 
 #include "server/egress/policy/policy_json.h"
+#include "server/kits/npm_spec.h"
 
 namespace lockroom::kits {
 
@@ -34,9 +35,21 @@ Result<KitPlan> merge_kits(const std::vector<KitSpec>& ordered) {
   KitPlan plan;
   std::map<std::string, std::string> service_owner;
   std::map<std::string, std::string> secret_owner;
+  std::map<std::string, std::string> npm_owner;
   for (const KitSpec& kit : ordered) {
     plan.kits.push_back(kit.name);
     append_unique(plan.packages, kit.packages);
+    for (const auto& spec : kit.npm) {
+      auto name = npm_spec_name(spec);
+      auto other = std::find_if(plan.npm.begin(), plan.npm.end(), [&](const std::string& x) { return name && npm_spec_name(x) == name; });
+      if (other != plan.npm.end() && *other != spec)
+        return make_error(ErrorCode::kInvalidInput, "kits \"" + npm_owner[*other] + "\" and \"" + kit.name + "\" ask for different versions of the npm package \"" +
+                                                        *name + "\" (\"" + *other + "\" and \"" + spec + "\"); keep one");
+      if (std::find(plan.npm.begin(), plan.npm.end(), spec) == plan.npm.end()) {
+        plan.npm.push_back(spec);
+        npm_owner[spec] = kit.name;
+      }
+    }
     for (const auto& [k, v] : kit.env) plan.env[k] = v;
     for (const auto& f : kit.files) {
       auto same = std::find_if(plan.files.begin(), plan.files.end(), [&](const KitFile& x) { return x.path == f.path; });
@@ -137,7 +150,7 @@ json plan_to_json(const KitPlan& plan) {
   if (plan.resources.memory_mib) resources["memoryMiB"] = *plan.resources.memory_mib;
   if (plan.resources.disk_mib) resources["diskMiB"] = *plan.resources.disk_mib;
   if (plan.resources.timeout_seconds) resources["timeoutSeconds"] = *plan.resources.timeout_seconds;
-  json out{{"kits", plan.kits},           {"packages", plan.packages}, {"env", plan.env},
+  json out{{"kits", plan.kits},           {"packages", plan.packages}, {"npm", plan.npm}, {"env", plan.env},
            {"files", files},              {"setup", setup},            {"services", services},
            {"secrets", secrets},          {"workspace", {{"withhold", plan.withhold}, {"allow", plan.allow}}},
            {"resources", resources}};

@@ -3,6 +3,7 @@
 // resolve_kits() loads the kits asked for and everything they extend, each once, dependencies
 // first (a cycle is an error naming it), and merges them in that order:
 //   packages, workspace patterns    union, in order
+//   npm                             union, in order; two versions of one package is an error
 //   env, files                      a later kit overrides an earlier one (same name / path)
 //   setup                           concatenated, in order
 //   services                        union; one name defined by two kits is an error
@@ -26,6 +27,7 @@ namespace lockroom::kits {
 struct KitPlan {
   std::vector<std::string> kits;  // names in the order they were applied
   std::vector<std::string> packages;
+  std::vector<std::string> npm;
   std::map<std::string, std::string> env;
   std::vector<KitFile> files;
   std::vector<KitCommand> setup;

@@ -5,6 +5,7 @@
 
 #include "server/egress/policy/json_fields.h"
 #include "server/egress/policy/policy_json.h"
+#include "server/kits/npm_spec.h"
 
 namespace lockroom::kits {
 
@@ -153,9 +154,9 @@ bool valid_package_name(const std::string& name) {
   return true;
 }
 
-Result<void> read_fields(const json& root, KitSpec& kit) {
+Result<void> read_fields(const json& root, KitSpec& kit, const std::filesystem::path& kit_dir) {
   if (!root.is_object()) return type_error("kit", "a mapping with at least \"name\"", root);
-  if (auto r = egress::reject_unknown_fields(root, {"name", "description", "extends", "packages", "env", "files", "setup", "services",
+  if (auto r = egress::reject_unknown_fields(root, {"name", "description", "extends", "packages", "npm", "env", "files", "setup", "services",
                                                     "network", "secrets", "workspace", "resources"},
                                              "");
       !r)
@@ -185,6 +186,20 @@ Result<void> read_fields(const json& root, KitSpec& kit) {
       if (!valid_package_name((*list)[i]))
         return field_error(child_path("packages", i), "\"" + (*list)[i] + "\" is not a Debian package name");
     kit.packages = *list;
+  }
+  if (root.contains("npm")) {
+    auto list = text_list(root["npm"], "npm", kMaxNpmSpecs);
+    if (!list) return list.error();
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      auto spec = normalize_npm_spec((*list)[i], kit_dir);
+      if (!spec) return field_error(child_path("npm", i), spec.error().message);
+      for (std::size_t j = 0; j < kit.npm.size(); ++j) {
+        auto a = npm_spec_name(kit.npm[j]), b = npm_spec_name(*spec);
+        if (kit.npm[j] == *spec || (a && b && *a == *b))
+          return field_error(child_path("npm", i), "\"" + (b ? *b : *spec) + "\" is already asked for at npm[" + std::to_string(j) + "]");
+      }
+      kit.npm.push_back(std::move(*spec));
+    }
   }
   if (root.contains("env")) {
     const json& env = root["env"];
@@ -293,7 +308,13 @@ bool valid_kit_name(const std::string& name) {
 Result<KitSpec> read_kit(const YamlDocument& doc) {
   KitSpec kit;
   kit.source = doc.file;
-  if (auto r = read_fields(doc.value, kit); !r) return make_error(r.error().code, doc.locate(r.error().message));
+  // A file: spec's relative path is the kit file's neighbour: joined to its folder, made absolute
+  // against the working directory, never read here. Without one, such a spec is refused.
+  std::error_code ec;
+  std::filesystem::path kit_dir = std::filesystem::path(doc.file).parent_path();
+  kit_dir = std::filesystem::absolute(kit_dir.empty() ? std::filesystem::path(".") : kit_dir, ec);
+  if (ec) kit_dir.clear();
+  if (auto r = read_fields(doc.value, kit, kit_dir); !r) return make_error(r.error().code, doc.locate(r.error().message));
   return kit;
 }
 

@@ -6,6 +6,7 @@
 //   description: Node.js and npm    # optional, shown by `lockroom kit ls`
 //   extends: [github]               # kits applied before this one
 //   packages: [nodejs, npm]         # Debian packages added to the guest image
+//   npm: ["@zed-industries/claude-agent-acp@0.23.1"]   # npm packages, fetched on the host (npm_spec.h)
 //   env: {NPM_CONFIG_UPDATE_NOTIFIER: "false"}
 //   files:                          # written before setup; absolute guest paths
 //     - {path: /root/.npmrc, content: "fund=false\n", mode: 0600}
@@ -21,7 +22,8 @@
 //   resources: {memoryMiB: 1024}    # the least this kit needs; the request may ask for more
 //
 // Unknown fields are errors. Every error names the file, line and column (YamlDocument::locate).
-// Pure; no I/O.
+// Pure; no I/O (a relative `npm: [file:…]` path is made absolute against the kit file's folder
+// and the working directory, without reading anything).
 #pragma once
 
 #include <cstdint>
@@ -80,6 +82,7 @@ struct KitSpec {
   std::string source;  // the file it was read from (for messages)
   std::vector<std::string> extends;
   std::vector<std::string> packages;
+  std::vector<std::string> npm;  // normalised npm specs (npm_spec.h): file: paths absolute
   std::map<std::string, std::string> env;
   std::vector<KitFile> files;
   std::vector<KitCommand> setup;

@@ -5,6 +5,7 @@
 
 #include "protocol/sandbox.h"
 #include "server/api/error_map.h"
+#include "server/api/file_methods.h"
 #include "server/api/kit_methods.h"
 #include "server/api/network_methods.h"
 #include "server/api/workspace_methods.h"
@@ -49,6 +50,7 @@ Session::Session(SessionServices services, SessionId id, rpc::ConnectionOptions 
   api::bind_workspace_methods(connection_, *services_.manager);
   api::bind_network_methods(connection_, *services_.manager);
   api::bind_kit_methods(connection_.dispatcher(), services_.loop);
+  api::bind_file_methods(connection_.dispatcher(), *services_.manager);
   bind_attach();
   methods_.set_client_can_approve([this] { return lsp_.client().network_approval; });
   if (services_.test_mode) rpc::register_test_methods(connection_);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "protocol/channel/base64.h"
+#include "server/api/file_methods.h"
 #include "server/api/network_methods.h"
 #include "server/api/sandbox_methods.h"
 #include "server/api/workspace_methods.h"
@@ -51,6 +52,7 @@ class Editor {
     methods_->bind(*w.manager, w.watch);
     api::bind_workspace_methods(*connection_, *w.manager);
     api::bind_network_methods(*connection_, *w.manager);
+    api::bind_file_methods(connection_->dispatcher(), *w.manager);
     REQUIRE(connection_->start([] {}).ok());
     w.events.editor_events = methods_.get();
   }

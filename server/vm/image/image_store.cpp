@@ -33,6 +33,9 @@ nlohmann::json manifest_to_json(const ImageManifest& m) {
   if (m.packages)
     j["packages"] = {{"base", m.packages->base_hash}, {"requested", m.packages->requested}, {"resolved", m.packages->resolved},
                      {"layerBytes", m.packages->layer_bytes}, {"files", m.packages->files}};
+  if (m.npm)
+    j["npm"] = {{"base", m.npm->base_hash}, {"requested", m.npm->requested}, {"resolved", m.npm->resolved},
+                {"lockSha256", m.npm->lock_sha256}, {"layerBytes", m.npm->layer_bytes}, {"files", m.npm->files}};
   return j;
 }
 
@@ -68,6 +71,12 @@ Result<ImageManifest> manifest_from_json(const nlohmann::json& j) {
       m.packages = ManifestPackages{p.at("base").get<std::string>(), p.at("requested").get<std::vector<std::string>>(),
                                     p.at("resolved").get<std::vector<std::string>>(), p.at("layerBytes").get<std::uint64_t>(),
                                     p.at("files").get<std::size_t>()};
+    }
+    if (j.contains("npm")) {
+      const auto& p = j.at("npm");
+      m.npm = ManifestNpm{p.at("base").get<std::string>(), p.at("requested").get<std::vector<std::string>>(),
+                          p.at("resolved").get<std::vector<std::string>>(), p.at("lockSha256").get<std::string>(),
+                          p.at("layerBytes").get<std::uint64_t>(), p.at("files").get<std::size_t>()};
     }
     return m;
   } catch (const nlohmann::json::exception& e) {

@@ -1,5 +1,6 @@
 // Guest images in lockroom's cache: `<cache>/images/<hash>/` (and package images, the same
-// layout, in `<cache>/images/packages/<hash>/`: package_image.h) holding `kernel` (an ELF vmlinux,
+// layout, in `<cache>/images/packages/<hash>/`: package_image.h, and npm images in
+// `<cache>/images/npm/<hash>/`: npm_image.h) holding `kernel` (an ELF vmlinux,
 // or the bzImage when it could not be unpacked), `initrd` (an uncompressed newc cpio) and
 // `manifest.json` (what went in, sizes, when it was made). `<cache>/images/current` names the
 // image the last build or first use chose. Folders appear only complete (built aside, then
@@ -43,6 +44,17 @@ struct ManifestPackages {
   friend bool operator==(const ManifestPackages&, const ManifestPackages&) = default;
 };
 
+// An npm image's layer (npm_image.h): what it was built from.
+struct ManifestNpm {
+  std::string base_hash;                // the image the layer goes on (the default or a package image)
+  std::vector<std::string> requested;   // the specs asked for, sorted
+  std::vector<std::string> resolved;    // "name@version", every package installed
+  std::string lock_sha256;              // of npm's package-lock.json
+  std::uint64_t layer_bytes = 0;
+  std::size_t files = 0;
+  friend bool operator==(const ManifestNpm&, const ManifestNpm&) = default;
+};
+
 struct ImageManifest {
   std::string hash;
   int format_version = kImageFormatVersion;
@@ -62,7 +74,8 @@ struct ImageManifest {
   std::vector<ManifestMissingTool> missing_tools;   // optional programs left out, and why
   std::string busybox_sha256;
   std::string created;          // UTC, ISO 8601
-  std::optional<ManifestPackages> packages;  // only in package images
+  std::optional<ManifestPackages> packages;  // only in package images (and npm images on one)
+  std::optional<ManifestNpm> npm;            // only in npm images
 };
 
 nlohmann::json manifest_to_json(const ImageManifest& m);

@@ -73,7 +73,7 @@ resources: {memoryMiB: 1024}
 
 TEST_CASE("errors name the file, line, column and field", "[kits][spec]") {
   CHECK(error_of("name: x\nbogus: 1\n") ==
-        "kit.yaml:2:1: bogus: is not a known field (known: name, description, extends, packages, env, files, setup, services, network, secrets, workspace, resources)");
+        "kit.yaml:2:1: bogus: is not a known field (known: name, description, extends, packages, npm, env, files, setup, services, network, secrets, workspace, resources)");
   CHECK(error_of("description: no name\n") == "kit.yaml:1:1: name: is required");
   CHECK(error_of("name: Node\n") == "kit.yaml:1:1: name: must be lower-case letters, digits and '-' (at most 64), got \"Node\"");
   CHECK(error_of("name: x\nnetwork:\n  rules:\n    - {action: allow, host: \"exa mple.com\"}\n").rfind("kit.yaml:4:", 0) == 0);

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "protocol/files.h"
 #include "protocol/lifecycle.h"
 #include "protocol/sandbox.h"
 #include "protocol/workspace.h"
@@ -70,6 +71,8 @@ const std::map<std::string, Reader>& readers() {
       {"sandbox/attach", with_param_reader(protocol::read_sandbox_id)},
       {"sandbox/setLabel", with_param_reader(protocol::read_sandbox_set_label)},
       {"process/list", with_param_reader(protocol::read_sandbox_id)},
+      {"file/read", with_param_reader(protocol::read_file_read)},
+      {"file/write", with_param_reader(protocol::read_file_write)},
       {"workspace/sync", with_param_reader(protocol::read_sandbox_id)},
       {"process/start", with_param_reader(protocol::read_process_start)},
       {"process/write", with_param_reader(protocol::read_process_write)},

@@ -31,3 +31,23 @@ TEST_CASE("kit packages: a set the package image cannot take is refused before a
   core::CreateRequest request;
   CHECK_FALSE(core::apply_kit_plan(plan, request).ok());
 }
+
+TEST_CASE("kit npm: the kits' specs join the request's as one sorted set; two versions of one package are refused", "[kits][npm]") {
+  auto plan = plan_of({"name: agent\npackages: [nodejs]\nnpm: [\"@zed-industries/claude-agent-acp@0.23.1\", \"b@1.0.0\"]\n"});
+  CHECK(core::check_kit_plan_supported(plan).ok());
+  core::CreateRequest request;
+  request.npm = {"a@2.0.0"};
+  REQUIRE(core::apply_kit_plan(plan, request).ok());
+  CHECK(request.npm == std::vector<std::string>{"@zed-industries/claude-agent-acp@0.23.1", "a@2.0.0", "b@1.0.0"});
+  CHECK(request.packages == std::vector<std::string>{"nodejs"});
+
+  core::CreateRequest clash;
+  clash.npm = {"b@2.0.0"};
+  auto refused = core::apply_kit_plan(plan, clash);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("\"b\" is asked for twice"));
+
+  kits::KitPlan made;
+  made.npm = {"--registry=http://elsewhere"};  // kit files cannot say this; a plan made in code can
+  CHECK_FALSE(core::check_kit_plan_supported(made).ok());
+}

@@ -1,0 +1,124 @@
+// lockroom acp: an ACP agent on stdio that runs another ACP agent in a sandbox per session
+// (server/acp/acp_server.h, protocol/acp.md). What Zed, JetBrains AI Assistant, Neovim and Emacs
+// spawn: `lockroom acp --kit claude -- claude-agent-acp`.
+#include <csignal>
+#include <iostream>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+#include <uv.h>
+
+#include "server/acp/acp_server.h"
+#include "server/acp/lockroom_link.h"
+#include "server/cli/command.h"
+#include "server/cli/sandbox_config.h"
+#include "server/common/signal_watch.h"
+
+namespace lockroom::cli {
+
+namespace {
+
+int run_acp(const acp::AcpOptions& options, const std::vector<std::string>& upstream_ca) {
+  std::signal(SIGPIPE, SIG_IGN);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  int exit_code = 0;
+  {
+    core::ManagerConfig config = sandbox_config();
+    for (const auto& ca : upstream_ca) config.upstream_ca_files.emplace_back(ca);
+    std::filesystem::path cache = config.paths.cache / "acp";
+    std::unique_ptr<acp::AcpServer> server;
+    bool stopping = false;
+    std::unique_ptr<SignalWatch> signals;
+    auto stop = [&] {
+      if (stopping) return;
+      stopping = true;
+      if (signals) signals->close();
+      if (server) server->stop([] {});
+    };
+    auto link = acp::LockroomLink::start(&loop, config, options.version, [&](Result<void> ready) {
+      if (!ready) {
+        spdlog::error("lockroom acp: {}", ready.error().message);
+        exit_code = 1;
+        stop();
+      }
+    });
+    if (!link) {
+      spdlog::error("lockroom acp: {}", link.error().message);
+      return 1;
+    }
+    rpc::ConnectionOptions editor;
+    editor.framing = rpc::FramingKind::kNdjson;
+    server = std::make_unique<acp::AcpServer>(&loop, **link, options, cache, editor);
+    signals = std::make_unique<SignalWatch>(&loop, [&](int signum) {
+      spdlog::info("received signal {}; ending the sessions", signum);
+      stop();
+    });
+    if (auto started = server->start([&] { stop(); }); !started) {
+      spdlog::error("lockroom acp: {}", started.error().message);
+      exit_code = 1;
+      stop();
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    signals.reset();
+    server.reset();
+    link->reset();
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  if (uv_loop_close(&loop) != 0) spdlog::error("bug: handles left open at exit");
+  return exit_code;
+}
+
+}  // namespace
+
+void add_acp_command(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand("acp", "be an ACP agent (Zed, JetBrains, Neovim, Emacs) that runs AGENT in a sandbox per session");
+  auto options = std::make_shared<acp::AcpOptions>();
+  auto upstream_ca = std::make_shared<std::vector<std::string>>();
+  auto env = std::make_shared<std::vector<std::string>>();
+  auto no_ask = std::make_shared<bool>(false);
+  auto cpus = std::make_shared<int>(0);
+  auto memory = std::make_shared<int>(0);
+  auto timeout = std::make_shared<int>(0);
+  cmd->add_option("--kit", options->kits, "give each session's sandbox this kit (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--allow", options->allow, "also allow HOST or HOST:PORT (repeatable); see protocol/network.md")->allow_extra_args(false);
+  cmd->add_flag("--no-network", options->no_network, "no way out at all for the agent");
+  cmd->add_flag("--no-ask", *no_ask, "deny connections no rule covers instead of asking in the editor");
+  cmd->add_option("--secret", options->secrets,
+                  "NAME=HOST[,HOST...]: the value of $NAME here, injected by the proxy for those hosts; the guest sees a sentinel (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("-e,--env", *env, "NAME=VALUE for the agent's environment (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--cpus", *cpus, "vCPUs for each sandbox (default 1)");
+  cmd->add_option("--memory", *memory, "guest memory in MiB for each sandbox (default 512, or what the kits need)");
+  cmd->add_option("--timeout", *timeout, "end a session's sandbox after this many seconds (default 7 days)");
+  cmd->add_option("--upstream-ca", *upstream_ca, "also trust the CAs in this PEM file for upstream HTTPS (repeatable)")
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false);
+  cmd->add_option("agent", options->argv, "the ACP agent and its arguments, after --")->required();
+  cmd->callback([&ctx, options, upstream_ca, env, no_ask, cpus, memory, timeout] {
+    options->version = ctx.version;
+    options->ask = !*no_ask;
+    if (*cpus > 0) options->resources["cpus"] = *cpus;
+    if (*memory > 0) options->resources["memoryMiB"] = *memory;
+    if (*timeout > 0) options->resources["timeoutSeconds"] = *timeout;
+    for (const auto& item : *env) {
+      auto eq = item.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::cerr << "lockroom: --env wants NAME=VALUE, got \"" << item << "\"\n";
+        ctx.exit_code = 2;
+        return;
+      }
+      options->env[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+    for (const auto& s : options->secrets) {
+      if (s.empty() || s.find('=') == std::string::npos || s.find('=') == 0 || s.back() == '=') {
+        std::cerr << "lockroom: --secret wants NAME=HOST[,HOST...], got \"" << s << "\"\n";
+        ctx.exit_code = 2;
+        return;
+      }
+    }
+    ctx.exit_code = run_acp(*options, *upstream_ca);
+  });
+}
+
+}  // namespace lockroom::cli
