@@ -291,11 +291,26 @@ AcpSession* AcpServer::session_of_process(const std::string& process_id) {
 void AcpServer::stop(std::function<void()> done) {
   if (stopping_) return;
   stopping_ = true;
-  for (auto& [id, s] : sessions_) s->close([] {});
-  for (auto& s : opening_) s->close([] {});
   for (auto& reply : waiting_for_probe_) reply.error(kAcpInternalError, "lockroom is shutting down");
   waiting_for_probe_.clear();
-  link_.shutdown([this, done = std::move(done)]() mutable { editor_.close(std::move(done)); });
+  auto finish = [this, done = std::move(done)]() mutable {
+    link_.shutdown([this, done = std::move(done)]() mutable { editor_.close(std::move(done)); });
+  };
+  if (!link_.shared()) {
+    for (auto& [id, s] : sessions_) s->close([] {});
+    for (auto& s : opening_) s->close([] {});
+    return finish();
+  }
+  // The sandboxes stay in the shared server for a later session to resume; the link closes once
+  // their agents were ended (each answers within seconds), and the probe's sandbox goes.
+  auto left = std::make_shared<std::size_t>(sessions_.size() + opening_.size() + 1);
+  auto one_done = [left, finish = std::make_shared<decltype(finish)>(std::move(finish))] {
+    if (--*left == 0) (*finish)();
+  };
+  for (auto& [id, s] : sessions_) s->detach(one_done);
+  for (auto& s : opening_) s->close(one_done);  // not resumable: the editor never learnt its id
+  if (probe_sandbox_.empty()) return one_done();
+  link_.call("sandbox/destroy", json{{"sandboxId", probe_sandbox_}}, std::chrono::seconds(30), [one_done](LinkAnswer) { one_done(); });
 }
 
 }  // namespace lockroom::acp

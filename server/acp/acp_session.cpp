@@ -5,13 +5,13 @@
 
 #include "protocol/channel/base64.h"
 #include "server/acp/acp_errors.h"
+#include "server/acp/session_sandbox.h"
 #include "server/common/uv_defer.h"
 
 namespace lockroom::acp {
 
 namespace {
 
-constexpr auto kCreateTimeout = std::chrono::minutes(30);  // a first create may build an image
 constexpr auto kAgentTimeout = std::chrono::minutes(10);   // initialize, session/new, set_mode…
 constexpr auto kTurnTimeout = std::chrono::hours(24);      // a prompt turn, a permission question
 constexpr auto kTerminalRefresh = std::chrono::milliseconds(250);
@@ -36,13 +36,18 @@ void AcpSession::open(const std::string& method, json params, std::optional<std:
                       std::function<bool(const std::string&)> id_taken, std::function<void(rpc::CallOutcome)> done) {
   std::weak_ptr<bool> alive = alive_;
   const std::string& cwd = paths_.host_root();
-  link_.call("sandbox/create", create_params(options_, &cwd), kCreateTimeout,
-             [=, this, params = std::move(params)](LinkAnswer created) mutable {
+  acquire_session_sandbox(link_, options_, method, params, cwd,
+             [=, this, params = std::move(params)](Result<SessionSandbox> got) mutable {
                if (alive.expired()) return;
-               if (!created.ok())
-                 return done(failure(kAcpInternalError, "lockroom could not make the sandbox for this session: " + created.error->message));
-               sandbox_id_ = created.result.value("sandboxId", "");
-               spdlog::info("session on {}: sandbox {}", cwd, sandbox_id_);
+               if (!got) return done(failure(kAcpInternalError, got.error().message));
+               sandbox_id_ = got->sandbox_id;
+               bool resumed = got->resumed;
+               spdlog::info("session on {}: sandbox {}{}", cwd, sandbox_id_, resumed ? " (resumed)" : "");
+               // lockroom's own part of _meta is not the agent's business.
+               if (params.contains("_meta") && params["_meta"].is_object()) {
+                 params["_meta"].erase("lockroom");
+                 if (params["_meta"].empty()) params.erase("_meta");
+               }
                start_agent([=, this, params = std::move(params)](std::optional<std::string> failed) mutable {
                  if (alive.expired()) return;
                  if (failed) return done(failure(kAcpInternalError, *failed));
@@ -67,7 +72,11 @@ void AcpSession::open(const std::string& method, json params, std::optional<std:
                        if (id_taken(id_)) id_ = inner_id_ + "@" + sandbox_id_;
                        if (opened.result.is_object() && opened.result.contains("sessionId")) opened.result["sessionId"] = id_;
                        if (opened.result.is_null()) opened.result = json::object();
-                       link_.call("sandbox/setLabel", json{{"sandboxId", sandbox_id_}, {"label", "acp session " + id_.substr(0, 120)}},
+                       if (opened.result.is_object()) {
+                         if (!opened.result.contains("_meta") || !opened.result["_meta"].is_object()) opened.result["_meta"] = json::object();
+                         opened.result["_meta"]["lockroom"] = json{{"sandboxId", sandbox_id_}, {"resumed", resumed}, {"shared", link_.shared()}};
+                       }
+                       link_.call("sandbox/setLabel", json{{"sandboxId", sandbox_id_}, {"label", session_label(id_)}},
                                   std::chrono::seconds(30), [](LinkAnswer) {});
                        done(std::move(opened));
                        // The editor knows the session now: what the sandbox asked meanwhile is asked.
@@ -350,6 +359,26 @@ void AcpSession::close(std::function<void()> done) {
   if (agent_) agent_->exited("the session was closed");
   if (sandbox_id_.empty()) return done();
   link_.call("sandbox/destroy", json{{"sandboxId", sandbox_id_}}, std::chrono::minutes(1), [done = std::move(done)](LinkAnswer) { done(); });
+}
+
+void AcpSession::detach(std::function<void()> done) {
+  for (auto& [question, reply] : held_approvals_) reply.result(json{{"decision", "deny"}});
+  held_approvals_.clear();
+  if (ended()) return done();
+  ended_why_ = "the editor went away; the sandbox waits to be resumed";
+  if (review_) review_->cancel();
+  if (turn_) {
+    auto reply = *turn_;
+    turn_.reset();
+    reply.result(json{{"stopReason", "cancelled"}});
+  }
+  // Nothing may run unattended: the agent and its terminals end; the sandbox and its files stay.
+  if (terminals_) terminals_->kill_all();
+  if (!agent_) return done();
+  std::string process = agent_->process_id();
+  agent_->exited("the editor went away");
+  link_.call("process/signal", json{{"processId", process}, {"signal", "SIGKILL"}}, std::chrono::seconds(10),
+             [done = std::move(done)](LinkAnswer) { done(); });
 }
 
 void AcpSession::network_event(const json& params) {

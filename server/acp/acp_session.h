@@ -1,7 +1,8 @@
 // AcpSession: one ACP session of the face — a sandbox on the session's folder, the inner agent
 // running in it, and everything between that agent and the editor.
 //
-// Opening: sandbox/create (workspace = the session's `cwd`, the face's kits and network),
+// Opening: sandbox/create (workspace = the session's `cwd`, the face's kits and network), or a
+// detached sandbox resumed (session_sandbox.h); the answer's `_meta.lockroom` names it,
 // process/start of the agent at /workspace, the inner `initialize` (offering fs and terminal,
 // which this session serves in the guest), `authenticate` again when the editor chose a method,
 // then session/new or session/load with `cwd` = /workspace. The editor sees the agent's session
@@ -15,7 +16,8 @@
 // Network: network/approve questions of this sandbox become request_permission (kind `fetch`);
 // denied and blocked connections become failed `fetch` tool calls.
 // Ending: session/close, the agent exiting (a turn in progress fails with what happened), the
-// sandbox ending, or the face shutting down. Loop thread only.
+// sandbox ending, or the face shutting down — which, with the shared server, detaches the
+// sandbox instead of destroying it (session_sandbox.h). Loop thread only.
 #pragma once
 
 #include <functional>
@@ -63,6 +65,9 @@ class AcpSession {
   void lockroom_discard(const json& params, rpc::Reply reply);
   // Ends the session: its terminals, its agent and its sandbox; `done` runs after.
   void close(std::function<void()> done);
+  // The editor went away and the sandbox lives in the shared server: ends the agent and its
+  // terminals but keeps the sandbox (session_sandbox.h resumes it); `done` runs after.
+  void detach(std::function<void()> done);
 
   // Events of lockroom, routed here by the face.
   bool owns_process(const std::string& process_id) const;

@@ -12,13 +12,37 @@
 #include "server/acp/lockroom_link.h"
 #include "server/cli/command.h"
 #include "server/cli/sandbox_config.h"
+#include "server/common/paths.h"
 #include "server/common/signal_watch.h"
 
 namespace lockroom::cli {
 
 namespace {
 
-int run_acp(const acp::AcpOptions& options, const std::vector<std::string>& upstream_ca) {
+struct SharedOptions {
+  bool on = false;         // --shared
+  std::string server_dir;  // --server-dir
+};
+
+// Where `--shared` finds the per-user server, and what a server it starts is given (a running
+// one keeps its own settings), as `lockroom serve --stdio` does.
+serve::SharedServerTarget shared_target(const SharedOptions& shared, const std::string& version, const std::string& log_level,
+                                        const std::vector<std::string>& upstream_ca) {
+  Paths paths = default_paths();
+  serve::SharedServerTarget target;
+  target.dir = shared.server_dir.empty() ? server_dir(paths) : std::filesystem::path(shared.server_dir);
+  target.log = paths.state / "server.log";
+  target.version = version;
+  target.server_args = {"--log-level", log_level};
+  for (const auto& ca : upstream_ca) {
+    target.server_args.push_back("--upstream-ca");
+    target.server_args.push_back(std::filesystem::absolute(ca).string());
+  }
+  return target;
+}
+
+int run_acp(const acp::AcpOptions& options, const std::vector<std::string>& upstream_ca, const SharedOptions& shared,
+            const std::string& log_level) {
   std::signal(SIGPIPE, SIG_IGN);
   uv_loop_t loop;
   uv_loop_init(&loop);
@@ -36,13 +60,15 @@ int run_acp(const acp::AcpOptions& options, const std::vector<std::string>& upst
       if (signals) signals->close();
       if (server) server->stop([] {});
     };
-    auto link = acp::LockroomLink::start(&loop, config, options.version, [&](Result<void> ready) {
+    auto ready = [&](Result<void> ready) {
       if (!ready) {
         spdlog::error("lockroom acp: {}", ready.error().message);
         exit_code = 1;
         stop();
       }
-    });
+    };
+    auto link = shared.on ? acp::LockroomLink::connect(&loop, shared_target(shared, options.version, log_level, upstream_ca), options.version, ready)
+                          : acp::LockroomLink::start(&loop, config, options.version, ready);
     if (!link) {
       spdlog::error("lockroom acp: {}", link.error().message);
       return 1;
@@ -94,8 +120,13 @@ void add_acp_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--upstream-ca", *upstream_ca, "also trust the CAs in this PEM file for upstream HTTPS (repeatable)")
       ->check(CLI::ExistingFile)
       ->allow_extra_args(false);
+  auto shared = std::make_shared<SharedOptions>();
+  cmd->add_flag("--shared", shared->on,
+                "keep the sandboxes in the per-user shared server (as `lockroom serve --stdio` does): when the editor goes, they wait "
+                "to be resumed by session/load instead of ending (protocol/acp.md, \"Resuming\")");
+  cmd->add_option("--server-dir", shared->server_dir, "with --shared: the shared server's folder (as for `lockroom serve`)");
   cmd->add_option("agent", options->argv, "the ACP agent and its arguments, after --")->required();
-  cmd->callback([&ctx, options, upstream_ca, env, no_ask, cpus, memory, timeout] {
+  cmd->callback([&ctx, options, upstream_ca, env, no_ask, cpus, memory, timeout, shared] {
     options->version = ctx.version;
     options->ask = !*no_ask;
     if (*cpus > 0) options->resources["cpus"] = *cpus;
@@ -117,7 +148,7 @@ void add_acp_command(CLI::App& app, CommandContext& ctx) {
         return;
       }
     }
-    ctx.exit_code = run_acp(*options, *upstream_ca);
+    ctx.exit_code = run_acp(*options, *upstream_ca, *shared, ctx.log.level);
   });
 }
 

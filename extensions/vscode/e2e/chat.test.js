@@ -7,8 +7,11 @@
 // writes two files, checks the review card and that the host is untouched, opens one file's
 // diff, applies, checks the host files, hides and shows the view (the transcript comes back);
 // then a turn with a permission question whose changes are kept, one file discarded and the
-// other applied from the card; Stop; New Agent Chat during a turn (asks, then ends lockroom);
-// an agent crash shown as the turn's error, ending the chat; and closing leaves no process.
+// other applied from the card; the chat's sandbox in Source Control, where one hunk of a file is
+// accepted in the diff editor and another file rejected; Reload Window in the middle of a turn,
+// after which the chat resumes on the same sandbox with its pending changes; Stop; New Agent
+// Chat during a turn (asks, then ends lockroom); an agent crash shown as the turn's error, ending
+// the chat; and closing leaves no process (the shared lockroom server exits when idle).
 // Screenshots: out/chat-N-NAME.png (the window) and out/chat-N-NAME-view.png (the side bar).
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -74,7 +77,26 @@ const hostFile = (file) => (fs.existsSync(path.join(workspace, file)) ? fs.readF
 /** @param {string} text monaco renders spaces as no-break spaces */
 const plain = (text) => text.replace(/\u00a0/g, " ");
 
-const workspace = gitWorkspace({ "edit.txt": "old line\nshared line\n", "keep.txt": "keep\n" });
+const twenty = Array.from({ length: 20 }, (_, i) => `line ${i + 1}\n`).join("");
+const workspace = gitWorkspace({ "edit.txt": "old line\nshared line\n", "keep.txt": "keep\n", "long.txt": twenty });
+const serverDir = path.join(temp, "server");
+fs.mkdirSync(serverDir, { mode: 0o700 });
+
+/** @param {() => Promise<boolean> | boolean} fn @param {number} ms @param {string} what */
+async function until(fn, ms, what) {
+  const end = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** The Source Control view's rows of lockroom's chat sandbox (they have the Apply File action). */
+async function lockroomScmRows() {
+  if (!wb) throw new Error("no workbench");
+  const rows = wb.page.locator('.scm-view .monaco-list-row:has(.action-label[aria-label="Apply File"])');
+  return (await rows.allInnerTexts()).map((t) => plain(t).replace(/\s+/g, " ").trim());
+}
 
 /** The chat webview's document. */
 const chat = () => {
@@ -104,6 +126,8 @@ await step("code-server starts with the extension and the scripted agent configu
     settings: {
       "workbench.colorTheme": process.env.LOCKROOM_E2E_THEME || "Default Dark Modern",
       "lockroom.path": lockroom,
+      // The window's and the chat's sandboxes live in a shared server of this test's own.
+      "lockroom.serverArgs": ["--server-dir", serverDir, "--idle-exit", "2"],
       "lockroom.agents": [
         { name: "Scripted Agent", kits: [kitName], argv: ["python3", guestScript] },
         { name: "Missing Kit Agent", kits: ["no-such-kit"], argv: ["agent"] },
@@ -241,6 +265,62 @@ await step("a permission question is answered from its card; kept changes are di
   await shot("9-file-actions");
 });
 
+await step("the chat's sandbox is in Source Control: one hunk accepted in the diff editor, another file rejected", async () => {
+  if (!wb) throw new Error("no workbench");
+  const prompt = chat().locator("textarea.prompt");
+  const agentLong = twenty.replace("line 2\n", "line 2 by the agent\n").replace("line 18\n", "line 18 by the agent\n");
+  await prompt.fill(script({ write: "long.txt", text: agentLong }, { write: "other.txt", text: "other by the agent\n" }, { say: "Edited long.txt, added other.txt." }));
+  await prompt.press("Enter");
+  const review = chat().locator(".review").last();
+  await review.locator(".question button", { hasText: "Keep in the sandbox" }).click({ timeout: agentTimeout });
+  await review.locator(".review-outcome", { hasText: "Not applied" }).waitFor({ timeout: agentTimeout });
+  await wb.runCommand("View: Show Source Control");
+  await until(async () => {
+    const rows = await lockroomScmRows();
+    return rows.some((r) => r.startsWith("long.txt")) && rows.some((r) => r.startsWith("other.txt"));
+  }, 60_000, "long.txt and other.txt under the chat's sandbox in Source Control");
+  await wb.page.locator('.scm-view .monaco-list-row:has(.action-label[aria-label="Apply File"])', { hasText: "long.txt" }).first().click();
+  const diff = wb.page.locator(".monaco-diff-editor");
+  await diff.locator(".editor.modified .view-lines", { hasText: "line 2 by the agent" }).waitFor();
+  const accept = wb.page.locator(".codelens-decoration a", { hasText: "Accept change" });
+  await until(async () => (await accept.count()) === 2, 30_000, "two Accept change lenses (two hunks)");
+  await shot("10-chat-scm");
+  await accept.first().click();
+  await until(() => hostFile("long.txt") === twenty.replace("line 2\n", "line 2 by the agent\n"), 30_000, "long.txt with the top hunk only");
+  const other = wb.page.locator('.scm-view .monaco-list-row:has(.action-label[aria-label="Apply File"])', { hasText: "other.txt" }).first();
+  await other.hover();
+  await other.locator('.action-label[aria-label="Discard File in Sandbox"]').click();
+  await wb.page.locator(".monaco-dialog-box .monaco-button", { hasText: "Discard" }).click();
+  await until(async () => !(await lockroomScmRows()).some((r) => r.startsWith("other.txt")), 30_000, "other.txt gone from the review");
+  check(hostFile("other.txt") === null, "other.txt was rejected, never written to the host");
+  check(hostFile("long.txt") === twenty.replace("line 2\n", "line 2 by the agent\n"), "long.txt holds exactly the accepted hunk");
+  await wb.runCommand("View: Close All Editors");
+});
+
+await step("Reload Window in the middle of a turn: the chat resumes on its sandbox, the pending changes with it", async () => {
+  if (!wb) throw new Error("no workbench");
+  const w = wb;
+  await w.page.locator('.part.activitybar [aria-label^="lockroom"]').first().click();
+  const prompt = chat().locator("textarea.prompt");
+  await prompt.fill(script({ write: "late.txt", text: "written before the reload\n" }, { say: "Wrote late.txt; thinking on." }, { sleep: 60000 }));
+  await prompt.press("Enter");
+  await chat().locator(".markdown", { hasText: "Wrote late.txt; thinking on." }).waitFor({ timeout: agentTimeout });
+  await w.reload();
+  await w.page.locator('.part.activitybar [aria-label^="lockroom"]').first().click();
+  await chat().locator(".notice", { hasText: "Resumed after the window reloaded" }).waitFor({ timeout: agentTimeout });
+  await chat().locator("textarea.prompt:enabled").waitFor({ timeout: agentTimeout });
+  check(acpProcesses().length === 1, `one lockroom acp process after the reload: ${acpProcesses().join("; ")}`);
+  await shot("11-resumed");
+  await w.runCommand("View: Show Source Control");
+  await until(async () => {
+    const rows = await lockroomScmRows();
+    return rows.some((r) => r.startsWith("late.txt")) && rows.some((r) => r.startsWith("long.txt"));
+  }, 60_000, "late.txt and long.txt's other hunk still to review after the reload");
+  check(hostFile("late.txt") === null, "late.txt is only in the sandbox");
+  await w.screenshot("12-after-reload-scm");
+  await w.page.locator('.part.activitybar [aria-label^="lockroom"]').first().click();
+});
+
 await step("Stop ends a running turn", async () => {
   if (!wb) throw new Error("no workbench");
   const prompt = chat().locator("textarea.prompt");
@@ -248,7 +328,7 @@ await step("Stop ends a running turn", async () => {
   await prompt.press("Enter");
   await chat().locator(".markdown", { hasText: "Working on it" }).waitFor({ timeout: agentTimeout });
   await chat().locator(".working", { hasText: "Scripted Agent is working" }).waitFor();
-  await shot("10-working");
+  await shot("13-working");
   await chat().locator("button.stop").click();
   await chat().locator(".turn-end", { hasText: "Stopped." }).waitFor({ timeout: 30000 });
   await chat().locator("button.send:visible").waitFor();
@@ -265,14 +345,14 @@ await step("New Agent Chat while the agent works asks first, then ends the chat 
   await dialog.waitFor();
   const text = (await dialog.innerText()).replace(/\s+/g, " ");
   check(/End this chat\? Scripted Agent is working on your last message/.test(text), `the dialog says: ${text}`);
-  await shot("11-confirm");
+  await shot("14-confirm");
   await dialog.getByRole("button", { name: "End Chat" }).click();
   await chat().locator("button.start").waitFor({ timeout: 30000 });
   const deadline = Date.now() + 30000;
   while (acpProcesses().length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
   check(acpProcesses().length === 0, `lockroom acp still runs: ${acpProcesses().join("; ")}`);
   check((await chat().locator(".transcript .entry").count()) === 0, "the transcript is cleared");
-  await shot("12-new-chat");
+  await shot("15-new-chat");
 });
 
 await step("an agent crash shows as the turn's error and ends the chat", async () => {
@@ -292,12 +372,21 @@ await step("an agent crash shows as the turn's error and ends the chat", async (
   const deadline = Date.now() + 30000;
   while (acpProcesses().length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
   check(acpProcesses().length === 0, `lockroom acp still runs: ${acpProcesses().join("; ")}`);
-  await shot("13-crash");
+  await shot("16-crash");
 });
 
 await step("closing the window ends the chat: no process is left behind", async () => {
   if (!wb) throw new Error("no workbench");
+  // The shared lockroom server exits by itself once it has no connection and no sandbox.
+  const serverGone = () => {
+    try {
+      return !execFileSync("pgrep", ["-f", `serve --server --server-dir ${serverDir}`], { encoding: "utf8" }).trim();
+    } catch {
+      return true; // pgrep exits 1 when nothing matches
+    }
+  };
   const stragglers = await wb.close();
+  await until(serverGone, 30_000, "the lockroom server gone after its idle time");
   check(stragglers.length === 0, `close had to kill: ${stragglers.join("; ")}`);
 }, { independent: true });
 

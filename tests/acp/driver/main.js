@@ -16,7 +16,8 @@
 //             python3 /opt/lockroom-test/scripted_agent.py`, where the editor must never be asked
 //             for fs/terminal, plus the wrapper's own scenarios (wrapper_scenarios.js).
 // --fake-wrapper: the lockroom/* scenarios against fake_lockroom.py (a host-only stand-in that
-// checks the driver's wrapper scenarios themselves; editor-disappears needs a real lockroom).
+// checks the driver's wrapper scenarios themselves; editor-disappears and the shared scenarios
+// (shared_scenarios.js) need a real lockroom).
 // Modes without their BIN print "# SKIP". The kit is made at run time (kit.js) and given as
 // LOCKROOM_KIT_PATH. --trace prints the wire and the agents' stderr.
 import * as fs from "node:fs";
@@ -27,6 +28,7 @@ import { makeWorkspace } from "./check.js";
 import { guestScript, kitName, makeKitDir } from "./kit.js";
 import { scenarios } from "./scenarios.js";
 import { isReview, lifecycleScenarios, wrapperScenarios } from "./wrapper_scenarios.js";
+import { sharedScenarios } from "./shared_scenarios.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const scriptFile = path.resolve(here, "..", "scripted_agent.py");
@@ -41,10 +43,16 @@ const scriptFile = path.resolve(here, "..", "scripted_agent.py");
  *   bin?: string,
  *   agentCwd: string,
  *   turnTimeoutMs: number,
- *   start: (files: Record<string, string>) => Promise<{ editor: Editor, ws: string }>,
+ *   start: (files: Record<string, string> | null, options?: StartOptions) => Promise<{ editor: Editor, ws: string }>,
  *   host: (rel: string) => string,
  *   policy: (answer: import("./editor.js").PermissionPolicy) => import("./editor.js").PermissionPolicy,
  * }} RunContext
+ */
+
+/**
+ * `files: null` starts another editor on the scenario's last workspace; `acpArgs` go after
+ * `lockroom acp` (lockroom mode).
+ * @typedef {{ acpArgs?: string[] }} StartOptions
  */
 
 /** @param {string[]} argv */
@@ -90,13 +98,15 @@ function makeContext(mode, opts, kitDir) {
     host: (rel) => (rel ? path.join(ws, rel) : ws),
     // In lockroom mode, the wrapper's end-of-turn reviews are rejected unless a scenario says otherwise.
     policy: (answer) => (req, editor) => (mode === "lockroom" && isReview(editor, req) ? choose(req, "reject_once") : answer(req, editor)),
-    async start(files) {
-      ws = makeWorkspace(files, { git: mode !== "direct" });
-      dirs.push(ws);
+    async start(files, options = {}) {
+      if (files || !ws) {
+        ws = makeWorkspace(files ?? {}, { git: mode !== "direct" });
+        dirs.push(ws);
+      }
       const argv = {
         direct: opts.agent,
         guest: [opts.guest, "--log-level=warn", "run", "--discard", "--no-network", "--kit", kitName, "--", "python3", guestScript],
-        lockroom: [opts.lockroom, "acp", "--kit", kitName, "--", "python3", guestScript],
+        lockroom: [opts.lockroom, "acp", ...(options.acpArgs ?? []), "--kit", kitName, "--", "python3", guestScript],
       }[mode];
       const env = mode === "direct" ? process.env : { ...process.env, LOCKROOM_KIT_PATH: kitDir };
       const editor = new Editor({ argv, cwd: ws, env, mode, workspace: ws, trace: opts.trace });
@@ -138,7 +148,7 @@ async function main() {
     ...scenarios.map((s) => ({ ...s, mode: /** @type {const} */ ("direct") })),
     ...[...scenarios, ...lifecycleScenarios].map((s) => ({ ...s, mode: /** @type {const} */ ("guest") })),
     ...scenarios.map((s) => ({ ...s, mode: /** @type {const} */ ("lockroom") })),
-    ...[...wrapperScenarios, ...lifecycleScenarios].map((s) => ({ ...s, mode: /** @type {const} */ ("lockroom") })),
+    ...[...wrapperScenarios, ...sharedScenarios, ...lifecycleScenarios].map((s) => ({ ...s, mode: /** @type {const} */ ("lockroom") })),
   ].filter((s) => !opts.only.length || opts.only.includes(s.name) || opts.only.includes(`${s.mode}/${s.name}`));
   if (opts.list) {
     for (const s of plan) console.log(`${s.mode}/${s.name}`);
@@ -152,7 +162,7 @@ async function main() {
   let passed = 0, failed = 0, skipped = 0;
   for (const [i, s] of plan.entries()) {
     const name = `${s.mode}/${s.name}`;
-    const skip = (s.mode === "lockroom" && !opts.lockroom) || (s.mode === "guest" && !opts.guest) || (opts.fake && s.name === "editor-disappears");
+    const skip = (s.mode === "lockroom" && !opts.lockroom) || (s.mode === "guest" && !opts.guest) || (opts.fake && (s.name === "editor-disappears" || sharedScenarios.some((x) => x.name === s.name)));
     if (skip) {
       const need = s.mode === "guest" ? "lockroom run (--guest BIN)" : opts.fake ? "a real lockroom acp (not the fake)" : "lockroom acp (--lockroom BIN)";
       console.log(`ok ${i + 1} - ${name} # SKIP needs ${need}`);

@@ -180,7 +180,7 @@ function qemuProcesses() {
 }
 
 /** @param {number} pid */
-function alive(pid) {
+export function alive(pid) {
   try {
     process.kill(pid, 0);
     return true;
@@ -190,7 +190,7 @@ function alive(pid) {
 }
 
 /** @param {string} bin @returns {Array<{ id: string, ownerPid: number, qemuPid: number }>} */
-function sandboxes(bin) {
+export function sandboxes(bin) {
   return JSON.parse(execFileSync(bin, ["ps", "--json"], { encoding: "utf8" })).sandboxes;
 }
 

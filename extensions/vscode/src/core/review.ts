@@ -84,6 +84,15 @@ export class SandboxReview {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Something outside lockroom's notifications says the sandbox changed (the chat's agent ended a
+   * tool call or a turn in a sandbox another connection owns, whose changes/changed this client
+   * does not get): a refresh, debounced like a notification's.
+   */
+  poke(): void {
+    this.scheduleRefresh();
+  }
+
   /** A fresh look at the guest; concurrent calls share one request, and one more runs after it when asked meanwhile. */
   refresh(): Promise<ReviewView> {
     if (this.refreshing) {

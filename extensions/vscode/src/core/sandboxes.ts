@@ -31,6 +31,9 @@ const kNetworkKept = 500;
 const kEndedKept = 50;
 const kNotifyDelayMs = 50;
 
+/** The label `lockroom acp` gives its sessions' sandboxes. */
+export const acpSessionLabelPrefix = "acp session ";
+
 export class SandboxesModel {
   private readonly items = new Map<string, SandboxItem>();
   private readonly listeners = new Set<() => void>();
@@ -98,7 +101,8 @@ export class SandboxesModel {
   }
 
   /**
-   * Attaches this workspace's detached sandboxes (those a closed or reloaded window left):
+   * Attaches this workspace's detached sandboxes (those a closed or reloaded window left; not a
+   * chat's, labelled `acp session …`, which its chat resumes):
    * each becomes this connection's, with its processes; output and events kept meanwhile are
    * replayed by lockroom right after each answer (the process hub holds them for their handles).
    */
@@ -107,6 +111,8 @@ export class SandboxesModel {
     const out: SandboxAttachResult[] = [];
     for (const s of sandboxes) {
       if (s.attached !== false || (workspace !== undefined && s.workspace !== workspace)) continue;
+      // A chat's sandbox: its chat resumes it through `lockroom acp --shared` (protocol/acp.md).
+      if (s.label?.startsWith(acpSessionLabelPrefix)) continue;
       const attached = await this.client.request("sandbox/attach", { sandboxId: s.sandboxId });
       this.add(attached.sandbox);
       await this.loadProcesses(s.sandboxId);

@@ -3,7 +3,9 @@
 // between the review's base and the sandbox's version (lockroom-sandbox: documents of the view
 // the list came from). Files that met a conflict when applied get a group of their own; a
 // click there opens the merge editor. The lists follow the review model, which follows
-// lockroom's `changes/changed` notifications: nothing polls.
+// lockroom's `changes/changed` notifications: nothing polls. The chat's sandbox belongs to its
+// `lockroom acp` connection, not this window's, so it is added by the chat (setChatSandbox) and
+// refreshed when the chat's agent finishes a tool call or a turn.
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { ApplyOutcome, ReviewView } from "../core/review.js";
@@ -117,6 +119,7 @@ export class ReviewScm implements vscode.Disposable, vscode.FileDecorationProvid
   private readonly decorationEmitter = new vscode.EventEmitter<vscode.Uri[]>();
   readonly onDidChangeFileDecorations = this.decorationEmitter.event;
   private unsubscribeModel: (() => void) | undefined;
+  private chat: { sandboxId: string; label: string; workspace: string } | undefined;
 
   constructor(private readonly ctx: LockroomContext) {
     this.subscriptions.push(
@@ -160,16 +163,24 @@ export class ReviewScm implements vscode.Disposable, vscode.FileDecorationProvid
     this.decorationEmitter.dispose();
   }
 
+  /** The chat's sandbox (undefined: the chat ended); connects to lockroom to review it. */
+  async setChatSandbox(chat: { sandboxId: string; label: string; workspace: string } | undefined): Promise<void> {
+    this.chat = chat;
+    if (chat) await this.ctx.connect();
+    this.sync();
+  }
+
   private sync(): void {
     const model = this.ctx.current?.sandboxes;
     if (!model) return;
     const live = new Set<string>();
-    for (const item of model.list()) {
-      const e = item.entry;
-      if (e.state !== "ready" || !e.workspace) continue;
+    const entries = model.list().map((item) => item.entry);
+    const shown = entries.filter((e) => e.state === "ready" && e.workspace).map((e) => ({ sandboxId: e.sandboxId, label: e.label || e.sandboxId, workspace: e.workspace! }));
+    if (this.chat && !shown.some((e) => e.sandboxId === this.chat!.sandboxId)) shown.push(this.chat);
+    for (const e of shown) {
       live.add(e.sandboxId);
       if (this.controls.has(e.sandboxId)) continue;
-      const scm = new SandboxScm(this.ctx, e.sandboxId, e.label || e.sandboxId, vscode.Uri.file(e.workspace));
+      const scm = new SandboxScm(this.ctx, e.sandboxId, e.label, vscode.Uri.file(e.workspace));
       this.controls.set(e.sandboxId, scm);
       this.ctx.review(e.sandboxId).onDidChange((view) =>
         this.decorationEmitter.fire(view.files.map((f) => vscode.Uri.joinPath(scm.root, f.path))),

@@ -7,6 +7,10 @@
 // the session and then the process: its stdin closes, so lockroom destroys the sandbox and exits
 // by itself; signals follow only if it does not. stderr lines go to a log callback; the exit
 // (code, signal, last stderr lines) is an event.
+// With `acpOptions: ["--shared", …]` the sandbox lives in the user's shared lockroom server:
+// detach() ends the process but leaves the sandbox waiting, and a later connection with `resume`
+// opens its session on that sandbox again (protocol/acp.md, "Resuming") — session/load when the
+// agent can, else session/new; `sandbox` names it either way.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import * as path from "node:path";
 import { Readable, Writable } from "node:stream";
@@ -24,6 +28,10 @@ export interface AgentConnectionOptions {
   env?: NodeJS.ProcessEnv;
   /** Arguments before `acp` (e.g. `--log-level`, `debug`). */
   globalArgs?: string[];
+  /** Options of `acp` itself, e.g. `["--shared", "--server-dir", dir]`. */
+  acpOptions?: string[];
+  /** Open the session on this detached sandbox (left by an earlier window's chat) instead of a new one. */
+  resume?: { sandboxId: string; sessionId: string };
   clientInfo?: { name: string; version: string };
   /** Each line lockroom writes on stderr (its log and the inner agent's stderr). */
   onLog?: (line: string) => void;
@@ -45,6 +53,15 @@ export interface AgentExit {
   stderrTail: string[];
   /** True when close() ended it. */
   expected: boolean;
+}
+
+/** lockroom's part of the session's answer (`_meta.lockroom`): the sandbox the session runs in. */
+export interface SessionSandbox {
+  sandboxId: string;
+  /** Opened on an existing sandbox (resume), not a new one. */
+  resumed: boolean;
+  /** The sandbox lives in the shared server and outlives the process. */
+  shared: boolean;
 }
 
 /** `_lockroom/review`'s result. */
@@ -141,7 +158,7 @@ export class AgentConnection {
    */
   static async start(options: AgentConnectionOptions): Promise<AgentConnection> {
     if (options.signal?.aborted) throw new Error("the start was cancelled");
-    const argv = [...(options.globalArgs ?? []), ...lockroomAcpArgs(options.agent)];
+    const argv = [...(options.globalArgs ?? []), ...lockroomAcpArgs(options.agent, options.acpOptions)];
     const child = spawn(options.lockroom, argv, { cwd: options.cwd, env: options.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
@@ -174,6 +191,13 @@ export class AgentConnection {
 
   get sessionId(): string {
     return this.session.sessionId;
+  }
+
+  /** The session's sandbox as lockroom named it (undefined from a lockroom that does not say). */
+  get sandbox(): SessionSandbox | undefined {
+    const meta = (this.session as { _meta?: { lockroom?: Partial<SessionSandbox> } | null })._meta?.lockroom;
+    if (!meta || typeof meta.sandboxId !== "string") return undefined;
+    return { sandboxId: meta.sandboxId, resumed: meta.resumed === true, shared: meta.shared === true };
   }
 
   /** The lockroom acp process's id (its sandboxes' owner). */
@@ -298,6 +322,17 @@ export class AgentConnection {
     return this.endProcess(graceMs);
   }
 
+  /**
+   * Ends the process without ending the session: with `--shared`, lockroom ends the agent and
+   * leaves the sandbox (its files and pending changes) for a later `resume`; without, it is close().
+   */
+  async detach(graceMs = 20_000): Promise<AgentExit> {
+    if (this.closing || !this.alive) return this.exitPromise;
+    this.closing = true;
+    this.connection.close();
+    return this.endProcess(graceMs);
+  }
+
   /** stdin closed (lockroom then destroys its sandboxes and exits); SIGTERM after graceMs, SIGKILL 5 s later. */
   private async endProcess(graceMs: number): Promise<AgentExit> {
     this.child.stdin.end();
@@ -343,11 +378,22 @@ export class AgentConnection {
       const answer: Promise<acp.InitializeResponse> = agent.request(acp.methods.agent.initialize, initializeParams);
       return Promise.race([answer, untilExit]);
     });
-    const sessionParams: acp.NewSessionRequest = { cwd: this.options.cwd, mcpServers: [] };
-    this.sessionAnswer = await this.call(acp.methods.agent.session.new, () => {
-      const answer: Promise<acp.NewSessionResponse> = agent.request(acp.methods.agent.session.new, sessionParams);
-      return Promise.race([answer, untilExit]);
-    });
+    const resume = this.options.resume;
+    const meta = resume ? { _meta: { lockroom: { sandboxId: resume.sandboxId } } } : {};
+    if (resume && this.initializeAnswer.agentCapabilities?.loadSession) {
+      const loadParams: acp.LoadSessionRequest = { sessionId: resume.sessionId, cwd: this.options.cwd, mcpServers: [], ...meta };
+      const loaded = await this.call(acp.methods.agent.session.load, () => {
+        const answer: Promise<acp.LoadSessionResponse> = agent.request(acp.methods.agent.session.load, loadParams);
+        return Promise.race([answer, untilExit]);
+      });
+      this.sessionAnswer = { ...loaded, sessionId: resume.sessionId };
+    } else {
+      const sessionParams: acp.NewSessionRequest = { cwd: this.options.cwd, mcpServers: [], ...meta };
+      this.sessionAnswer = await this.call(acp.methods.agent.session.new, () => {
+        const answer: Promise<acp.NewSessionResponse> = agent.request(acp.methods.agent.session.new, sessionParams);
+        return Promise.race([answer, untilExit]);
+      });
+    }
     this.configOptions = this.sessionAnswer.configOptions ?? [];
     this.flushHeld();
   }

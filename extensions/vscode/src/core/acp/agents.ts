@@ -129,9 +129,12 @@ export function checkEntry(entry: unknown): { agent?: AgentDefinition; problems:
   return { agent, problems };
 }
 
-/** The arguments of `lockroom acp` for `agent` (after any global options such as --log-level). */
-export function lockroomAcpArgs(agent: AgentDefinition): string[] {
-  const args = ["acp"];
+/**
+ * The arguments of `lockroom acp` for `agent` (after any global options such as --log-level);
+ * `acpOptions` (e.g. `--shared`) go right after `acp`.
+ */
+export function lockroomAcpArgs(agent: AgentDefinition, acpOptions: string[] = []): string[] {
+  const args = ["acp", ...acpOptions];
   for (const kit of agent.kits) args.push("--kit", kit);
   for (const host of agent.allow ?? []) args.push("--allow", host);
   if (agent.noNetwork) args.push("--no-network");

@@ -244,6 +244,11 @@ export class ChatModel {
     }
   }
 
+  /** A notice of the editor's own (e.g. the chat was resumed after a window reload). */
+  notice(severity: "info" | "warning" | "error", title: string, description: string | null = null): void {
+    this.add({ id: 0, version: 0, kind: "notice", severity, title, description });
+  }
+
   /** The prompt's answer. */
   turnEnded(stopReason: acp.StopReason): void {
     this.session.busy = false;

@@ -82,6 +82,11 @@ export class ChatSession {
     return this.connection.discard(paths);
   }
 
+  /** Ends the process but not a shared sandbox (AgentConnection.detach): the window is closing or reloading. */
+  async detach(graceMs?: number): Promise<void> {
+    this.model.exited(await this.connection.detach(graceMs));
+  }
+
   /** Ends the agent (AgentConnection.close); the model records the exit. The owner disposes the model when the panel goes. */
   async close(graceMs?: number): Promise<void> {
     this.model.exited(await this.connection.close(graceMs));

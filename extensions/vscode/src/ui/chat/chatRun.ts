@@ -4,6 +4,11 @@
 // review, and ends the session (the sandbox with it) on close(). Its phase — starting, running,
 // ended, failed — is what the view shows around the transcript. No vscode import: the view
 // passes callbacks.
+// The agent runs with `lockroom acp --shared`, so its sandbox lives in the user's shared server:
+// detach() (the window closing or reloading) leaves it — files, pending changes — for the next
+// window, whose ChatRun starts with `resume` and opens the session on it again; close() (the
+// user ending the chat) destroys it. The host is told the sandbox (for Source Control) and when
+// it is likely to have changed (a tool call finished, a turn ended).
 import type { ChatPatch } from "../../core/acp/chatTypes.js";
 import type { AgentDefinition } from "../../core/acp/agents.js";
 import { ChatSession } from "../../core/acp/chatSession.js";
@@ -25,6 +30,14 @@ export interface ChatRunHost {
   fileActionsChanged(fileActions: FileActions): void;
   /** An error of something the user did, to show (e.g. a mode the agent refused). */
   showError(message: string): void;
+  /** Options of `lockroom acp` itself (`--shared`, `--server-dir …`). */
+  acpOptions?: string[];
+  /** Open the session on the sandbox an earlier window's chat left. */
+  resume?: { sandboxId: string; sessionId: string };
+  /** The agent runs: its session and sandbox (to remember for a reload, to review in Source Control). */
+  sessionStarted?(info: { sessionId: string; sandboxId: string | null; shared: boolean; resumed: boolean }): void;
+  /** The sandbox may hold new changes (a tool call finished, a turn ended). */
+  sandboxTouched?(sandboxId: string): void;
 }
 
 export class ChatRun {
@@ -68,6 +81,8 @@ export class ChatRun {
         clientInfo: { name: "lockroom-vscode", version: "0.1.0" },
         onLog: (line) => this.host.log(line),
         signal: this.abort.signal,
+        ...(this.host.acpOptions ? { acpOptions: this.host.acpOptions } : {}),
+        ...(this.host.resume ? { resume: this.host.resume } : {}),
       });
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
@@ -82,9 +97,28 @@ export class ChatRun {
       return;
     }
     this.session = session;
+    const sandbox = session.connection.sandbox;
+    if (sandbox?.resumed)
+      session.model.notice(
+        "info",
+        "Resumed after the window reloaded",
+        `The sandbox ${sandbox.sandboxId} kept its files and the changes not applied yet. ${
+          session.connection.initializeResult.agentCapabilities?.loadSession ? "The agent reloaded the conversation." : "The agent starts a new conversation in it."
+        }`,
+      );
     this.transcript.applySnapshot(session.model.snapshot());
-    this.unsubscribe = session.model.onChange(() => this.sync());
-    this.host.log(`chat: ${agent.name} runs (lockroom pid ${session.connection.pid ?? "?"})`);
+    const stopModel = session.model.onChange(() => this.sync());
+    const stopUpdates = session.connection.onUpdate((u) => {
+      if (!sandbox) return;
+      const done = (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") && (u.status === "completed" || u.status === "failed");
+      if (done) this.host.sandboxTouched?.(sandbox.sandboxId);
+    });
+    this.unsubscribe = () => {
+      stopModel();
+      stopUpdates();
+    };
+    this.host.log(`chat: ${agent.name} runs (lockroom pid ${session.connection.pid ?? "?"}${sandbox ? `, sandbox ${sandbox.sandboxId}${sandbox.resumed ? " resumed" : ""}` : ""})`);
+    this.host.sessionStarted?.({ sessionId: session.connection.sessionId, sandboxId: sandbox?.sandboxId ?? null, shared: sandbox?.shared ?? false, resumed: sandbox?.resumed ?? false });
     this.setPhase({ state: "running", agent: agent.name });
   }
 
@@ -93,6 +127,8 @@ export class ChatRun {
     if (!session) return;
     if (session.model.busy) return this.host.showError("The agent is still working on the last message; stop it or wait for it.");
     void session.prompt(text).then((outcome) => {
+      const sandboxId = session.connection.sandbox?.sandboxId;
+      if (sandboxId) this.host.sandboxTouched?.(sandboxId);
       if (!("error" in outcome)) return;
       this.host.log(`chat: the turn failed: ${outcome.error}`);
       // The agent exited: lockroom ended the session and its sandbox; nothing more can be sent.
@@ -152,6 +188,8 @@ export class ChatRun {
     }
     this.host.log(`chat: ${action} ${path}: ${state.message}`);
     this.setFileAction(key, state);
+    const sandboxId = session.connection.sandbox?.sandboxId;
+    if (sandboxId) this.host.sandboxTouched?.(sandboxId);
   }
 
   /** Ends the chat: a start in progress is aborted, a running session closed (its sandbox ends). */
@@ -164,6 +202,21 @@ export class ChatRun {
     this.unsubscribe?.();
     try {
       await session.close(10_000);
+    } finally {
+      session.model.dispose();
+    }
+  }
+
+  /** The window is closing or reloading: the process ends, a shared sandbox stays for the next window. */
+  async detach(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.abort.abort();
+    const session = this.session;
+    if (!session) return;
+    this.unsubscribe?.();
+    try {
+      await session.detach(5000);
     } finally {
       session.model.dispose();
     }

@@ -4,7 +4,9 @@
 // command (ends the chat, after asking when the agent is working or changes would be lost), the
 // `lockroom-chat:` documents behind "Open diff", and sending the webview the phase and the
 // transcript — a snapshot whenever it (re)loads (the view does not keep its webview while
-// hidden), patches after. ChatRun (chatRun.ts) owns the chat itself.
+// hidden), patches after. ChatRun (chatRun.ts) owns the chat itself. The chat's sandbox is
+// shown in Source Control while it runs, and remembered in the workspace state so that the
+// next window (a reload) resumes the chat on it; ending the chat forgets it.
 import * as vscode from "vscode";
 import { ChatRun } from "./chatRun.js";
 import { AgentChoices } from "./agentChoices.js";
@@ -22,10 +24,30 @@ export interface ChatDeps {
   workspaceFolder(): string | undefined;
   /** The extension's output channel, for the agent's stderr and errors. */
   log: vscode.OutputChannel;
+  /** Options of `lockroom acp` (`--shared`, the server folder this window's connection uses). */
+  acpOptions(): string[];
+  /**
+   * This window's own lockroom connection, up before the chat starts: it starts the shared server
+   * with the window's settings (lockroom.serverArgs), which `lockroom acp --shared` then joins.
+   */
+  prepare(): Promise<void>;
+  /** The chat's sandbox, to review in Source Control (undefined: the chat has none any more). */
+  chatSandbox(sandbox: { sandboxId: string; label: string; workspace: string } | undefined): void;
+  /** The chat's sandbox may hold new changes. */
+  sandboxTouched(sandboxId: string): void;
+}
+
+/** What a reloaded window needs to resume the chat (the workspace state). */
+interface SavedChat {
+  agent: string;
+  sessionId: string;
+  sandboxId: string;
+  cwd: string;
 }
 
 const viewId = "lockroom.chat";
 const lastAgentKey = "lockroom.chat.lastAgent";
+const savedChatKey = "lockroom.chat.session";
 
 export function registerChatView(context: vscode.ExtensionContext, deps: ChatDeps): void {
   const provider = new ChatViewProvider(context, deps);
@@ -57,6 +79,24 @@ class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable 
   ) {
     this.agents = new AgentChoices(deps.log);
     this.agents.onDidChange(() => this.post({ type: "agents", agents: this.agents.choices(), selectedAgent: this.selectedAgent() }));
+    void this.resumeSaved();
+  }
+
+  /** A chat an earlier window of this workspace left (a reload): its agent again, on its sandbox. */
+  private async resumeSaved(): Promise<void> {
+    const saved = this.context.workspaceState.get<SavedChat>(savedChatKey);
+    if (!saved || this.run || this.starting) return;
+    if (saved.cwd !== this.deps.workspaceFolder() || !this.agents.find(saved.agent)) {
+      await this.context.workspaceState.update(savedChatKey, undefined);
+      return;
+    }
+    this.deps.log.appendLine(`chat: resuming the chat with ${saved.agent} on sandbox ${saved.sandboxId} (left by the last window)`);
+    this.starting = true;
+    try {
+      await this.startAgent(saved.agent, { sandboxId: saved.sandboxId, sessionId: saved.sessionId });
+    } finally {
+      this.starting = false;
+    }
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
@@ -100,10 +140,11 @@ class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable 
     this.post({ type: "focus" });
   }
 
+  /** The window is closing or reloading: the chat's sandbox stays for the next window (resumeSaved). */
   dispose(): void {
     const run = this.run;
     this.run = undefined;
-    if (run) void run.close().catch(() => {});
+    if (run) void run.detach().catch(() => {});
     this.agents.dispose();
   }
 
@@ -163,13 +204,15 @@ class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable 
     }
   }
 
-  private async startAgent(name: string): Promise<void> {
+  private async startAgent(name: string, resume?: { sandboxId: string; sessionId: string }): Promise<void> {
     const agent = this.agents.find(name);
     if (!agent) return void vscode.window.showErrorMessage(`There is no agent named “${name}” any more; pick another.`);
     const cwd = this.deps.workspaceFolder();
-    await this.endChat();
+    if (!resume) await this.endChat(); // a resumed chat keeps its record until it runs again (or fails)
     if (!cwd) return this.setNoRunPhase({ state: "failed", agent: name, problem: noFolderProblem });
     await this.context.globalState.update(lastAgentKey, name);
+    // Without it the chat still runs (lockroom acp starts the server itself); the log says why.
+    await this.deps.prepare().catch((e: unknown) => this.deps.log.appendLine(`chat: lockroom's own connection is not up: ${e instanceof Error ? e.message : String(e)}`));
     const run: ChatRun = new ChatRun({
       lockroomPath: this.deps.lockroomPath(),
       cwd,
@@ -179,6 +222,19 @@ class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable 
         if (this.run !== run) return;
         this.post({ type: "phase", phase });
         if (phase.state === "running") this.sendSnapshot();
+        // lockroom ended the session and its sandbox (the agent exited): nothing to resume or review.
+        if (phase.state === "ended" || phase.state === "failed") void this.forgetChat();
+      },
+      acpOptions: this.deps.acpOptions(),
+      ...(resume ? { resume } : {}),
+      sessionStarted: (info) => {
+        if (this.run !== run || !info.sandboxId) return;
+        this.deps.chatSandbox({ sandboxId: info.sandboxId, label: `chat: ${agent.name}`, workspace: cwd });
+        if (info.shared)
+          void this.context.workspaceState.update(savedChatKey, { agent: agent.name, sessionId: info.sessionId, sandboxId: info.sandboxId, cwd } satisfies SavedChat);
+      },
+      sandboxTouched: (sandboxId) => {
+        if (this.run === run) this.deps.sandboxTouched(sandboxId);
       },
       patched: (patch) => {
         if (this.run !== run || !this.webviewReady) return;
@@ -197,12 +253,19 @@ class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable 
     await vscode.window.withProgress({ location: { viewId } }, () => run.start());
   }
 
-  /** Closes the current chat, if any; the view goes back to the picker. */
+  /** Nothing to resume on the next window, nothing of the chat in Source Control. */
+  private async forgetChat(): Promise<void> {
+    this.deps.chatSandbox(undefined);
+    await this.context.workspaceState.update(savedChatKey, undefined);
+  }
+
+  /** Closes the current chat, if any (its sandbox ends); the view goes back to the picker. */
   private async endChat(): Promise<void> {
     const run = this.run;
     this.run = undefined;
     this.sentVersion = -1;
     this.setNoRunPhase({ state: "idle" });
+    await this.forgetChat();
     if (!run) return;
     this.deps.log.appendLine(`chat: ending the chat with ${run.agentName}`);
     await run.close().catch((e: unknown) => this.error(e));
