@@ -210,8 +210,16 @@ await step("a hunk that meets the user's own edit is a conflict: their file is l
   await w.page.locator(".scm-view .monaco-list-row", { hasText: "Conflicts with your edits" }).waitFor();
   await w.screenshot("5-conflict");
   // The notification's "Resolve in Merge Editor" opens VS Code's merge editor (an internal
-  // command, _open.mergeEditor); that it shows the three sides is not checked here.
+  // command, _open.mergeEditor) on the user's file, with their side and the sandbox's.
   await w.page.locator(".notification-toast .monaco-button", { hasText: "Resolve in Merge Editor" }).first().click();
+  const tab = w.page.locator(".tabs-container .tab.active");
+  await until(async () => plain(await tab.innerText()).includes("Merging: a.txt"), 30_000, "the merge editor's tab (Merging: a.txt)");
+  const merge = w.page.locator(".merge-editor");
+  await merge.getByText("Yours", { exact: true }).first().waitFor();
+  await merge.getByText("Sandbox", { exact: true }).first().waitFor();
+  await merge.locator(".view-lines", { hasText: "line 18 by the user" }).first().waitFor();
+  await merge.locator(".view-lines", { hasText: "line 18 by the agent" }).first().waitFor();
+  await w.screenshot("6-merge-editor");
   check(read("a.txt") === mine, "resolving changed the user's a.txt before they saved anything");
   await w.runCommand("View: Close All Editors");
   const dontSave = w.page.locator(".monaco-dialog-box .monaco-button", { hasText: "Don't Save" });

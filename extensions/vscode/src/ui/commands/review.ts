@@ -149,7 +149,8 @@ export function registerReviewCommands(ctx: LockroomContext, scm: ReviewScm, doc
       void vscode.window.showInformationMessage(`lockroom: saved as ${result.branch?.replace("refs/heads/", "")} (${result.commit?.slice(0, 8)}). Merge it with git when you are ready.`);
     })),
     vscode.commands.registerCommand("lockroom.resolveConflict", guarded("Resolve conflict", async (sandboxId: string, viewId: string, file: string) => {
-      const root = ctx.current?.sandboxes.get(sandboxId)?.entry.workspace;
+      // The chat's sandbox is not this window's connection's: its source control knows the folder.
+      const root = ctx.current?.sandboxes.get(sandboxId)?.entry.workspace ?? scm.get(sandboxId)?.root.fsPath;
       if (!root) throw new Error(`sandbox ${sandboxId} has no workspace`);
       const host = path.join(root, file);
       const yours = docs.keepYours({ sandboxId, viewId, path: file }, fs.readFileSync(host, "utf8"));
