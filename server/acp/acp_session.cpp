@@ -36,7 +36,8 @@ void AcpSession::open(const std::string& method, json params, std::optional<std:
                       std::function<bool(const std::string&)> id_taken, std::function<void(rpc::CallOutcome)> done) {
   std::weak_ptr<bool> alive = alive_;
   const std::string& cwd = paths_.host_root();
-  acquire_session_sandbox(link_, options_, method, params, cwd,
+  json asked = params;  // read by acquire_session_sandbox; `params` itself moves into the callback
+  acquire_session_sandbox(link_, options_, method, asked, cwd,
              [=, this, params = std::move(params)](Result<SessionSandbox> got) mutable {
                if (alive.expired()) return;
                if (!got) return done(failure(kAcpInternalError, got.error().message));
