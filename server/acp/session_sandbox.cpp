@@ -72,13 +72,14 @@ void find_and_attach(LockroomLink& link, const AcpOptions& options, ResumeWish w
   link.call("sandbox/list", json::object(), kQuickTimeout, [&link, &options, wish, done = std::move(done)](LinkAnswer listed) mutable {
     if (!listed.ok()) return done(failed("lockroom could not list its sandboxes: " + listed.error->message));
     // Among a connection's list: its own sandboxes (attached) and the detached ones.
-    const json* found = nullptr;
-    for (const json& s : listed.result.value("sandboxes", json::array())) {
+    std::optional<json> found;
+    const json sandboxes = listed.result.value("sandboxes", json::array());
+    for (const json& s : sandboxes) {
       if (!s.is_object()) continue;
       bool match = wish.sandbox_id ? s.value("sandboxId", "") == *wish.sandbox_id
                                    : s.value("label", "") == session_label(wish.load_id) && s.value("workspace", "") == wish.cwd;
       if (match) {
-        found = &s;
+        found = s;
         break;
       }
     }

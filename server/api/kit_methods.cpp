@@ -25,8 +25,8 @@ namespace {
 constexpr std::size_t kMaxKitsAsked = kits::kMaxKitsInStack;
 
 // Every visible kit, first match per name, each read so a broken one says why.
-json list_kits(const std::filesystem::path& workspace) {
-  auto catalog = kits::KitCatalog::standard(workspace);
+json list_kits(const std::filesystem::path& workspace, const ClientEnv& env) {
+  auto catalog = kits::KitCatalog::standard_for(workspace, env.get());
   json out = json::array();
   for (const auto& location : catalog.list()) {
     json kit{{"name", location.name}, {"origin", location.origin}, {"file", location.file.string()}};
@@ -46,8 +46,8 @@ json list_kits(const std::filesystem::path& workspace) {
 }
 
 // The stack resolved and merged, and refused the way sandbox/create would refuse it.
-Result<json> validate_kits(const std::filesystem::path& workspace, const std::vector<std::string>& refs) {
-  auto catalog = kits::KitCatalog::standard(workspace);
+Result<json> validate_kits(const std::filesystem::path& workspace, const std::vector<std::string>& refs, const ClientEnv& env) {
+  auto catalog = kits::KitCatalog::standard_for(workspace, env.get());
   auto plan = kits::resolve_kits(catalog, refs);
   if (!plan) return with_field(plan.error(), "kits");
   if (auto supported = core::check_kit_plan_supported(*plan); !supported) return with_field(supported.error(), "kits");
@@ -61,20 +61,20 @@ std::filesystem::path workspace_of(ParamReader& reader) {
 
 }  // namespace
 
-void bind_kit_methods(rpc::Dispatcher& d, uv_loop_t* loop) {
-  d.on_request("kit/list", [loop](const json& params, Reply reply) {
+void bind_kit_methods(rpc::Dispatcher& d, uv_loop_t* loop, ClientEnv env) {
+  d.on_request("kit/list", [loop, env](const json& params, Reply reply) {
     ParamReader reader(params);
     auto workspace = workspace_of(reader);
     reader.reject_unknown();
     if (!reader.ok()) return reply.error(reader.error());
-    run_blocking<json>(loop, [workspace]() -> Result<json> { return list_kits(workspace); },
+    run_blocking<json>(loop, [workspace, env]() -> Result<json> { return list_kits(workspace, env); },
                        [reply](Result<json> listed) {
                          if (!listed) return reply.error(to_rpc_error(listed.error()));
                          reply.result(std::move(*listed));
                        });
   });
 
-  d.on_request("kit/validate", [loop, &d](const json& params, Reply reply) {
+  d.on_request("kit/validate", [loop, &d, env](const json& params, Reply reply) {
     ParamReader reader(params);
     auto workspace = workspace_of(reader);
     auto refs = reader.strings("kits", true);
@@ -90,7 +90,7 @@ void bind_kit_methods(rpc::Dispatcher& d, uv_loop_t* loop) {
     for (const auto& ref : *refs) names += (names.empty() ? "" : ", ") + ref;
     progress->begin("Validating kits", 0);
     progress->report("reading " + names, 10);
-    run_blocking<json>(loop, [workspace, refs = *refs]() { return validate_kits(workspace, refs); },
+    run_blocking<json>(loop, [workspace, refs = *refs, env]() { return validate_kits(workspace, refs, env); },
                        [reply, progress](Result<json> checked) {
                          progress->end(checked ? "valid" : "not valid");
                          if (!checked) return reply.error(to_rpc_error(checked.error()));

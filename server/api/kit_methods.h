@@ -4,13 +4,21 @@
 // wire format. Kit files are read on libuv's thread pool; answers come on the loop thread.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <string>
+
 #include <uv.h>
 
 #include "server/rpc/dispatcher.h"
 
 namespace lockroom::api {
 
+// The editor's environment, where LOCKROOM_KIT_PATH and the user's config folder are read (a
+// shared server's connection has its bridge's); null: this process's.
+using ClientEnv = std::shared_ptr<const std::map<std::string, std::string>>;
+
 // Registers kit/list and kit/validate; the file work runs on `loop`'s thread pool.
-void bind_kit_methods(rpc::Dispatcher& dispatcher, uv_loop_t* loop);
+void bind_kit_methods(rpc::Dispatcher& dispatcher, uv_loop_t* loop, ClientEnv env = nullptr);
 
 }  // namespace lockroom::api

@@ -45,10 +45,11 @@ auto answer_void(Reply reply) {
   };
 }
 
-// The kits named in sandbox/create, found from the workspace, or nothing when none are named.
-Result<std::optional<kits::KitPlan>> read_kits(const protocol::SandboxCreateParams& p) {
+// The kits named in sandbox/create, found from the workspace and the editor's environment
+// (`env`; null: this process's), or nothing when none are named.
+Result<std::optional<kits::KitPlan>> read_kits(const protocol::SandboxCreateParams& p, const std::map<std::string, std::string>* env) {
   if (p.kits.empty()) return std::optional<kits::KitPlan>{};
-  auto catalog = kits::KitCatalog::standard(p.workspace ? std::filesystem::path(p.workspace->path) : std::filesystem::path());
+  auto catalog = kits::KitCatalog::standard_for(p.workspace ? std::filesystem::path(p.workspace->path) : std::filesystem::path(), env);
   auto plan = kits::resolve_kits(catalog, p.kits);
   if (!plan) return with_field(plan.error(), "kits");
   if (auto supported = core::check_kit_plan_supported(*plan); !supported) return with_field(supported.error(), "kits");
@@ -119,7 +120,7 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
     ParamReader reader(params);
     auto p = protocol::read_sandbox_create(reader);
     if (!reader.ok()) return reply.error(reader.error());
-    auto plan = read_kits(p);
+    auto plan = read_kits(p, own && own->client_env ? own->client_env.get() : nullptr);
     if (!plan) return reply.error(to_rpc_error(plan.error()));
     auto network = read_network_request(params);
     if (!network) return reply.error(to_rpc_error(network.error()));

@@ -128,6 +128,9 @@ void add_acp_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("agent", options->argv, "the ACP agent and its arguments, after --")->required();
   cmd->callback([&ctx, options, upstream_ca, env, no_ask, cpus, memory, timeout, shared] {
     options->version = ctx.version;
+    // A kit given by path names a file here; a shared server resolves it from elsewhere.
+    for (auto& kit : options->kits)
+      if (kit.find('/') != std::string::npos || kit.ends_with(".yaml") || kit.ends_with(".yml")) kit = std::filesystem::absolute(kit).string();
     options->ask = !*no_ask;
     if (*cpus > 0) options->resources["cpus"] = *cpus;
     if (*memory > 0) options->resources["memoryMiB"] = *memory;

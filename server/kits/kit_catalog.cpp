@@ -47,7 +47,15 @@ fs::path builtin_kits_dir() {
 #endif
 }
 
-KitCatalog KitCatalog::standard(const fs::path& workspace, const char* (*getenv_fn)(const char*)) {
+KitCatalog KitCatalog::standard_for(const fs::path& workspace, const std::map<std::string, std::string>* env) {
+  if (!env) return standard(workspace);
+  return standard(workspace, [env](const char* name) -> const char* {
+    auto it = env->find(name);
+    return it == env->end() ? nullptr : it->second.c_str();
+  });
+}
+
+KitCatalog KitCatalog::standard(const fs::path& workspace, std::function<const char*(const char*)> getenv_fn) {
   if (!getenv_fn) getenv_fn = [](const char* n) -> const char* { return std::getenv(n); };
   std::vector<Root> roots;
   if (const char* p = getenv_fn("LOCKROOM_KIT_PATH"); p && *p) {

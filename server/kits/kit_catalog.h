@@ -12,6 +12,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,7 +39,10 @@ class KitCatalog {
   };
 
   // The search path described above. `workspace` may be empty; `getenv_fn` is injectable for tests.
-  static KitCatalog standard(const std::filesystem::path& workspace, const char* (*getenv_fn)(const char*) = nullptr);
+  static KitCatalog standard(const std::filesystem::path& workspace, std::function<const char*(const char*)> getenv_fn = nullptr);
+  // The same with the variables read from `env` (an editor's environment, as a shared server got
+  // it from the editor's bridge) instead of this process's; null `env`: this process's.
+  static KitCatalog standard_for(const std::filesystem::path& workspace, const std::map<std::string, std::string>* env);
   explicit KitCatalog(std::vector<Root> roots) : roots_(std::move(roots)) {}
 
   // A name, or a path to a kit file. Not found: kNotFound listing where it looked.

@@ -42,14 +42,14 @@ Session::Session(SessionServices services, SessionId id, rpc::ConnectionOptions 
     }
     return false;
   };
-  own.client_env = std::move(client_env);
+  own.client_env = client_env;
   methods_.set_ownership(std::move(own));
 
   rpc::register_builtin_methods(connection_);
   methods_.bind(*services_.manager, *services_.watch);
   api::bind_workspace_methods(connection_, *services_.manager);
   api::bind_network_methods(connection_, *services_.manager);
-  api::bind_kit_methods(connection_.dispatcher(), services_.loop);
+  api::bind_kit_methods(connection_.dispatcher(), services_.loop, std::move(client_env));
   api::bind_file_methods(connection_.dispatcher(), *services_.manager);
   bind_attach();
   methods_.set_client_can_approve([this] { return lsp_.client().network_approval; });

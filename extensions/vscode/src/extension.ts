@@ -10,7 +10,8 @@ import { registerChatView } from "./ui/chat/chatView.js";
 import { registerDoctorCommand } from "./ui/commands/doctor.js";
 import { registerReviewCommands } from "./ui/commands/review.js";
 import { registerSandboxCommands } from "./ui/commands/sandbox.js";
-import { chatAcpOptions, settings } from "./ui/config.js";
+import { settings } from "./ui/config.js";
+import { sharedAcpOptions } from "./core/acp/agents.js";
 import { LockroomContext } from "./ui/context.js";
 import { HunkLens } from "./ui/hunkLens.js";
 import { NetworkTree } from "./ui/networkTree.js";
@@ -55,7 +56,7 @@ export function activate(extension: vscode.ExtensionContext): void {
     lockroomPath: () => settings().path,
     workspaceFolder: () => ctx.workspaceFolder,
     log: ctx.log,
-    acpOptions: () => chatAcpOptions(settings().serverArgs),
+    acpOptions: () => sharedAcpOptions(settings().serverArgs),
     prepare: async () => void (await ctx.connect()),
     chatSandbox: (sandbox) =>
       void scm.setChatSandbox(sandbox).catch((e: unknown) => ctx.log.appendLine(`chat: cannot show its sandbox in Source Control: ${e instanceof Error ? e.message : String(e)}`)),

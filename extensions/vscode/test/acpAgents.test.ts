@@ -2,10 +2,10 @@
 // one by one with messages that name the entry and every problem with it.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { agentsFromSettings, builtInAgents, lockroomAcpArgs } from "../src/core/acp/agents.js";
+import { agentsFromSettings, builtInAgents, lockroomAcpArgs, sharedAcpOptions } from "../src/core/acp/agents.js";
 
 test("acp agents: the built-ins run the built-in kits' agents; every option reaches the command line in order", () => {
-  assert.deepEqual(builtInAgents.map(lockroomAcpArgs), [
+  assert.deepEqual(builtInAgents.map((a) => lockroomAcpArgs(a)), [
     ["acp", "--kit", "claude", "--", "claude-agent-acp"],
     ["acp", "--kit", "codex", "--", "codex-acp"],
   ]);
@@ -21,6 +21,10 @@ test("acp agents: the built-ins run the built-in kits' agents; every option reac
      "-e", "MODE=fast", "-e", "EMPTY=", "--", "python3", "/opt/agent.py", "--", "-x"],
   );
   assert.deepEqual(lockroomAcpArgs({ name: "offline", kits: [], argv: ["agent"], noNetwork: true }), ["acp", "--no-network", "--", "agent"]);
+  // The chat's own options come right after `acp`: the shared server, the folder the window's settings name.
+  const shared = sharedAcpOptions(["--idle-exit", "2", "--server-dir", "/srv/a", "--server-dir=/srv/b", "--detached-grace", "30"]);
+  assert.deepEqual(shared, ["--shared", "--server-dir", "/srv/a", "--server-dir=/srv/b"]);
+  assert.deepEqual(lockroomAcpArgs({ name: "offline", kits: [], argv: ["agent"] }, sharedAcpOptions([])), ["acp", "--shared", "--", "agent"]);
 });
 
 test("acp agents: settings entries are checked one by one; an entry with problems is not offered and each problem is named", () => {

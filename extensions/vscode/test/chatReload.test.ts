@@ -6,12 +6,12 @@
 // sees the pending change, and closing the chat ends the sandbox.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { sharedAcpOptions } from "../src/core/acp/agents.js";
 import { ChatSession } from "../src/core/acp/chatSession.js";
 import type { ChatSnapshot } from "../src/core/acp/chatTypes.js";
 import { ProcessHub } from "../src/core/processes.js";
 import { SandboxReview } from "../src/core/review.js";
 import { SandboxesModel } from "../src/core/sandboxes.js";
-import { chatAcpOptions } from "../src/ui/config.js";
 import { gitWorkspace, lockroomBinary, snapshot, startClient, tempDir, until } from "./support.js";
 import { sandboxes, script, scriptedAgent, scriptedKitDir, untilModel } from "./acp/support.js";
 
@@ -24,7 +24,7 @@ test("chat reload: the chat's sandbox and its pending change outlive the window;
   // The window's own connection starts the shared server (with these short graces).
   const window = await startClient(t, { serveArgs });
   const env = { ...process.env, LOCKROOM_KIT_PATH: await scriptedKitDir() };
-  const acpOptions = chatAcpOptions(serveArgs);
+  const acpOptions = sharedAcpOptions(serveArgs);
   assert.deepEqual(acpOptions, ["--shared", "--server-dir", serverDir]);
   const log: string[] = [];
   const start = (resume?: { sandboxId: string; sessionId: string }) =>

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "server/kits/kit_plan.h"
 #include "tests/support/temp_dir.h"
@@ -63,6 +64,19 @@ TEST_CASE("the standard search path puts LOCKROOM_KIT_PATH, the workspace and th
   CHECK(roots[2].dir == "/ws/.lockroom/kits");
   CHECK(roots[3].dir == "/cfg/lockroom/kits");
   CHECK(roots.back().origin == "built-in");
+}
+
+TEST_CASE("an editor's environment, not this process's, names the search path when given", "[kits][catalog]") {
+  std::map<std::string, std::string> editor{{"LOCKROOM_KIT_PATH", "/editor-kits"}, {"HOME", "/home/editor"}};
+  auto roots = KitCatalog::standard_for("", &editor).roots();
+  REQUIRE(roots.size() >= 3);
+  CHECK(roots[0].dir == "/editor-kits");
+  CHECK(roots[0].origin == "LOCKROOM_KIT_PATH");
+  CHECK(roots[1].dir == "/home/editor/.config/lockroom/kits");  // no XDG_CONFIG_HOME in the editor's
+  std::map<std::string, std::string> bare;
+  auto none = KitCatalog::standard_for("", &bare).roots();
+  REQUIRE_FALSE(none.empty());
+  CHECK(none.front().origin == "built-in");  // nothing of this process's environment leaks in
 }
 
 TEST_CASE("a stack is ordered dependencies first, each kit once, and merged", "[kits][plan]") {

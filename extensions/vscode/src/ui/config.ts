@@ -25,21 +25,6 @@ export function settings(): LockroomSettings {
   };
 }
 
-/**
- * The options of `lockroom acp` for the chat: `--shared`, so its sandbox lives in the same
- * per-user server as this window's own connection (and survives a reload), and the server folder
- * when `lockroom.serverArgs` names one.
- */
-export function chatAcpOptions(serverArgs: string[]): string[] {
-  const out = ["--shared"];
-  for (let i = 0; i < serverArgs.length; i++) {
-    const a = serverArgs[i]!;
-    if (a === "--server-dir" && i + 1 < serverArgs.length) out.push(a, serverArgs[++i]!);
-    else if (a.startsWith("--server-dir=")) out.push(a);
-  }
-  return out;
-}
-
 /** `host` or `host:port` → a policy rule. */
 export function allowRule(spec: string): Rule {
   const m = /^(.*?)(?::(\d+))?$/.exec(spec.trim())!;

@@ -143,6 +143,21 @@ export function lockroomAcpArgs(agent: AgentDefinition, acpOptions: string[] = [
   return args;
 }
 
+/**
+ * The options of `lockroom acp` for the chat: `--shared`, so its sandbox lives in the same
+ * per-user server as the window's own `lockroom serve` (and survives a reload), and the server
+ * folder when the serve arguments (`lockroom.serverArgs`) name one.
+ */
+export function sharedAcpOptions(serverArgs: string[]): string[] {
+  const out = ["--shared"];
+  for (let i = 0; i < serverArgs.length; i++) {
+    const a = serverArgs[i]!;
+    if (a === "--server-dir" && i + 1 < serverArgs.length) out.push(a, serverArgs[++i]!);
+    else if (a.startsWith("--server-dir=")) out.push(a);
+  }
+  return out;
+}
+
 /** lockroom's rule: a kit name (kits/kit_spec.cpp) or a path to a kit file (one with '/' or a YAML suffix). */
 function validKit(k: unknown): boolean {
   if (typeof k !== "string" || !k || k.startsWith("-")) return false;
