@@ -91,6 +91,14 @@ async function until(fn, ms, what) {
   }
 }
 
+/** Shows the lockroom container in the side bar (clicking its icon when it is shown would hide it). */
+async function showLockroom() {
+  if (!wb) throw new Error("no workbench");
+  if (await wb.page.locator(".part.sidebar .pane-header", { hasText: "Agent" }).first().isVisible()) return;
+  await wb.page.locator('.part.activitybar [aria-label^="lockroom"]').first().click();
+  await wb.page.locator(".part.sidebar .pane-header", { hasText: "Agent" }).first().waitFor();
+}
+
 /** The Source Control view's rows of lockroom's chat sandbox (they have the Apply File action). */
 async function lockroomScmRows() {
   if (!wb) throw new Error("no workbench");
@@ -274,7 +282,7 @@ await step("the chat's sandbox is in Source Control: one hunk accepted in the di
   const review = chat().locator(".review").last();
   await review.locator(".question button", { hasText: "Keep in the sandbox" }).click({ timeout: agentTimeout });
   await review.locator(".review-outcome", { hasText: "Not applied" }).waitFor({ timeout: agentTimeout });
-  await wb.runCommand("View: Show Source Control");
+  await wb.runCommand("lockroom: Review Changes");
   await until(async () => {
     const rows = await lockroomScmRows();
     return rows.some((r) => r.startsWith("long.txt")) && rows.some((r) => r.startsWith("other.txt"));
@@ -300,25 +308,25 @@ await step("the chat's sandbox is in Source Control: one hunk accepted in the di
 await step("Reload Window in the middle of a turn: the chat resumes on its sandbox, the pending changes with it", async () => {
   if (!wb) throw new Error("no workbench");
   const w = wb;
-  await w.page.locator('.part.activitybar [aria-label^="lockroom"]').first().click();
+  await showLockroom();
   const prompt = chat().locator("textarea.prompt");
   await prompt.fill(script({ write: "late.txt", text: "written before the reload\n" }, { say: "Wrote late.txt; thinking on." }, { sleep: 60000 }));
   await prompt.press("Enter");
   await chat().locator(".markdown", { hasText: "Wrote late.txt; thinking on." }).waitFor({ timeout: agentTimeout });
   await w.reload();
-  await w.page.locator('.part.activitybar [aria-label^="lockroom"]').first().click();
+  await showLockroom();
   await chat().locator(".notice", { hasText: "Resumed after the window reloaded" }).waitFor({ timeout: agentTimeout });
   await chat().locator("textarea.prompt:enabled").waitFor({ timeout: agentTimeout });
   check(acpProcesses().length === 1, `one lockroom acp process after the reload: ${acpProcesses().join("; ")}`);
   await shot("11-resumed");
-  await w.runCommand("View: Show Source Control");
+  await w.runCommand("lockroom: Review Changes");
   await until(async () => {
     const rows = await lockroomScmRows();
     return rows.some((r) => r.startsWith("late.txt")) && rows.some((r) => r.startsWith("long.txt"));
   }, 60_000, "late.txt and long.txt's other hunk still to review after the reload");
   check(hostFile("late.txt") === null, "late.txt is only in the sandbox");
   await w.screenshot("12-after-reload-scm");
-  await w.page.locator('.part.activitybar [aria-label^="lockroom"]').first().click();
+  await showLockroom();
 });
 
 await step("Stop ends a running turn", async () => {

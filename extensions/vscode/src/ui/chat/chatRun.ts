@@ -10,7 +10,7 @@
 // user ending the chat) destroys it. The host is told the sandbox (for Source Control) and when
 // it is likely to have changed (a tool call finished, a turn ended).
 import type { ChatPatch } from "../../core/acp/chatTypes.js";
-import type { AgentDefinition } from "../../core/acp/agents.js";
+import { lockroomAcpArgs, type AgentDefinition } from "../../core/acp/agents.js";
 import { ChatSession } from "../../core/acp/chatSession.js";
 import { fileActionKey, type FileActions, type FileActionState, type Phase } from "../../webview/chat/protocol.js";
 import { offersFileActions, latestTurnStart } from "../../webview/chat/present.js";
@@ -70,7 +70,7 @@ export class ChatRun {
   async start(): Promise<void> {
     const { lockroomPath, cwd, agent } = this.host;
     this.setPhase({ state: "starting", agent: agent.name, startedAt: Date.now() });
-    this.host.log(`chat: starting ${agent.name} (${[lockroomPath, "acp", ...agent.kits.flatMap((k) => ["--kit", k]), "--", ...agent.argv].join(" ")}) in ${cwd}`);
+    this.host.log(`chat: starting ${agent.name} (${[lockroomPath, ...lockroomAcpArgs(agent, this.host.acpOptions)].join(" ")}) in ${cwd}`);
     let session: ChatSession;
     try {
       session = await ChatSession.start({
