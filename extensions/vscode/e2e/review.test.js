@@ -213,7 +213,11 @@ await step("a hunk that meets the user's own edit is a conflict: their file is l
   // command, _open.mergeEditor) on the user's file, with their side and the sandbox's.
   await w.page.locator(".notification-toast .monaco-button", { hasText: "Resolve in Merge Editor" }).first().click();
   const tab = w.page.locator(".tabs-container .tab.active");
-  await until(async () => plain(await tab.innerText()).includes("Merging: a.txt"), 30_000, "the merge editor's tab (Merging: a.txt)");
+  await until(async () => plain(await tab.innerText()).includes("Merging: a.txt"), 30_000, "the merge editor's tab (Merging: a.txt)").catch(async (e) => {
+    const tabs = await w.page.locator(".tabs-container .tab").allInnerTexts();
+    const toasts = await w.page.locator(".notification-toast").allInnerTexts();
+    throw new Error(`${e instanceof Error ? e.message : e}; tabs ${JSON.stringify(tabs)}; notifications ${JSON.stringify(toasts)}`);
+  });
   const merge = w.page.locator(".merge-editor");
   await merge.getByText("Yours", { exact: true }).first().waitFor();
   await merge.getByText("Sandbox", { exact: true }).first().waitFor();

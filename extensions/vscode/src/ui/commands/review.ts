@@ -15,13 +15,16 @@ function errorText(e: unknown): string {
 }
 
 export function registerReviewCommands(ctx: LockroomContext, scm: ReviewScm, docs: SandboxDocuments, lens: HunkLens): vscode.Disposable[] {
+  // Says what an accept did. The question of a conflict is not waited for: what the command does
+  // next (a diff reopened on the new view) must not cover the merge editor the answer opens later.
   const report = async (sandboxId: string, viewId: string, outcome: ApplyOutcome) => {
     scm.get(sandboxId)?.showConflicts(viewId, outcome);
     const text = describeApply(outcome);
     if (outcome.conflicts.length) {
       const c = outcome.conflicts[0]!;
-      const choice = await vscode.window.showWarningMessage(`lockroom: ${text}`, "Resolve in Merge Editor");
-      if (choice) await vscode.commands.executeCommand("lockroom.resolveConflict", sandboxId, viewId, c.path);
+      void vscode.window.showWarningMessage(`lockroom: ${text}`, "Resolve in Merge Editor").then((choice) => {
+        if (choice) void vscode.commands.executeCommand("lockroom.resolveConflict", sandboxId, viewId, c.path);
+      });
     } else if (outcome.refused.length) {
       void vscode.window.showWarningMessage(`lockroom: ${text}`);
     } else {
