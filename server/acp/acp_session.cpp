@@ -344,12 +344,11 @@ void AcpSession::end(const std::string& why) {
   if (!sandbox_id_.empty()) link_.call("sandbox/destroy", json{{"sandboxId", sandbox_id_}}, std::chrono::minutes(1), [](LinkAnswer) {});
 }
 
-void AcpSession::close(std::function<void()> done) {
-  if (turn_) cancel();
+bool AcpSession::stop(const std::string& why) {
   for (auto& [question, reply] : held_approvals_) reply.result(json{{"decision", "deny"}});
   held_approvals_.clear();
-  if (ended()) return done();
-  ended_why_ = "closed";
+  if (ended()) return false;
+  ended_why_ = why;
   if (review_) review_->cancel();
   if (turn_) {
     auto reply = *turn_;
@@ -357,25 +356,20 @@ void AcpSession::close(std::function<void()> done) {
     reply.result(json{{"stopReason", "cancelled"}});
   }
   if (terminals_) terminals_->kill_all();
+  return true;
+}
+
+void AcpSession::close(std::function<void()> done) {
+  if (turn_) cancel();
+  if (!stop("closed")) return done();
   if (agent_) agent_->exited("the session was closed");
   if (sandbox_id_.empty()) return done();
   link_.call("sandbox/destroy", json{{"sandboxId", sandbox_id_}}, std::chrono::minutes(1), [done = std::move(done)](LinkAnswer) { done(); });
 }
 
 void AcpSession::detach(std::function<void()> done) {
-  for (auto& [question, reply] : held_approvals_) reply.result(json{{"decision", "deny"}});
-  held_approvals_.clear();
-  if (ended()) return done();
-  ended_why_ = "the editor went away; the sandbox waits to be resumed";
-  if (review_) review_->cancel();
-  if (turn_) {
-    auto reply = *turn_;
-    turn_.reset();
-    reply.result(json{{"stopReason", "cancelled"}});
-  }
   // Nothing may run unattended: the agent and its terminals end; the sandbox and its files stay.
-  if (terminals_) terminals_->kill_all();
-  if (!agent_) return done();
+  if (!stop("the editor went away; the sandbox waits to be resumed") || !agent_) return done();
   std::string process = agent_->process_id();
   agent_->exited("the editor went away");
   link_.call("process/signal", json{{"processId", process}, {"signal", "SIGKILL"}}, std::chrono::seconds(10),

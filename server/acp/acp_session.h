@@ -88,6 +88,9 @@ class AcpSession {
   void show_terminal(const std::string& terminal_id);
   json terminal_text(const std::string& terminal_id) const;
   void end(const std::string& why);
+  // Ends the session's turn, questions, review and terminals, recording `why`; false when it had
+  // ended already (close and detach do the rest).
+  bool stop(const std::string& why);
   void finish_turn(json result);
   rpc::RpcError ended_error() const;
 

@@ -193,22 +193,21 @@ export class ChatRun {
   }
 
   /** Ends the chat: a start in progress is aborted, a running session closed (its sandbox ends). */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.abort.abort();
-    const session = this.session;
-    if (!session) return;
-    this.unsubscribe?.();
-    try {
-      await session.close(10_000);
-    } finally {
-      session.model.dispose();
-    }
+  close(): Promise<void> {
+    return this.end((session) => session.close(10_000));
   }
 
   /** The window is closing or reloading: the process ends, a shared sandbox stays for the next window. */
-  async detach(): Promise<void> {
+  detach(): Promise<void> {
+    return this.end((session) => session.detach(5000));
+  }
+
+  /** The session when it runs and is not closed. */  /** The session when it runs and is not closed. */
+  private live(): ChatSession | undefined {
+    return this.closed || !this.session || this.session.model.ended ? undefined : this.session;
+  }
+
+  private async end(how: (session: ChatSession) => Promise<void>): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.abort.abort();
@@ -216,15 +215,10 @@ export class ChatRun {
     if (!session) return;
     this.unsubscribe?.();
     try {
-      await session.detach(5000);
+      await how(session);
     } finally {
       session.model.dispose();
     }
-  }
-
-  /** The session when it runs and is not closed. */
-  private live(): ChatSession | undefined {
-    return this.closed || !this.session || this.session.model.ended ? undefined : this.session;
   }
 
   /** Brings the copy up to the model and tells the view; `force` sends even an empty patch. */
