@@ -86,7 +86,7 @@ void find_and_attach(LockroomLink& link, const AcpOptions& options, ResumeWish w
     if (!found && !wish.sandbox_id) return create(link, options, wish.cwd, std::move(done));
     // Not listed: another live connection's — the window that is going away may not have
     // let it go yet — or gone. Asked again for a few seconds.
-    if (!found && --wish.tries_left > 0)
+    if (!found && link.shared() && --wish.tries_left > 0)
       return link.after(kInUseRetry, [&link, &options, wish, done = std::move(done)]() mutable { find_and_attach(link, options, wish, std::move(done)); });
     if (!found)
       return done(failed("sandbox " + *wish.sandbox_id + " cannot be resumed: this user's lockroom server has no such sandbox waiting (it ended, " +
