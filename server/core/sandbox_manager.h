@@ -36,6 +36,7 @@
 #include "server/core/wait_list.h"
 #include "server/vm/accel.h"
 #include "server/vm/image/image_store.h"
+#include "server/vm/image/progress.h"
 #include "server/vm/vm_template.h"
 
 namespace lockroom::core {
@@ -172,6 +173,10 @@ class SandboxManager : private SandboxEvents {
   void guest_misbehaved(const std::string& sandbox_id, const MisbehaviourEvent& event) override { events_.guest_misbehaved(sandbox_id, event); }
 
   void ensure_image(CreateProgress progress, std::function<void(Result<vm::image::GuestImage>)> done);
+  using ImageParent = std::function<void(std::function<void(Result<vm::image::GuestImage>)>)>;
+  using ImageLayerBuild = std::function<Result<vm::image::GuestImage>(const vm::image::GuestImage& parent, const vm::image::Progress&)>;
+  void ensure_layer(const std::string& key, CreateProgress progress, ImageParent parent, ImageLayerBuild build,
+                    std::function<void(Result<vm::image::GuestImage>)> done);
   void ensure_image(const std::vector<std::string>& packages, CreateProgress progress,
                     std::function<void(Result<vm::image::GuestImage>)> done);
   void ensure_image(const std::vector<std::string>& packages, const std::vector<std::string>& npm, CreateProgress progress,

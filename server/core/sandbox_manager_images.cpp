@@ -108,25 +108,18 @@ vm::VmSpec SandboxManager::base_spec(const vm::image::GuestImage& image, const R
   return spec;
 }
 
-// The default image, or the package image on top of it for the kits' Debian packages
-// (vm/image/package_image.h), built once per package set and process.
-void SandboxManager::ensure_image(const std::vector<std::string>& packages, CreateProgress progress,
+// An image layered on what `parent` gives, once per `key` and process: the first asker builds it
+// on the thread pool (with progress), later ones get the kept image, concurrent ones wait for it.
+void SandboxManager::ensure_layer(const std::string& key, CreateProgress progress, ImageParent parent, ImageLayerBuild build,
                                   std::function<void(Result<vm::image::GuestImage>)> done) {
-  if (packages.empty()) return ensure_image(std::move(progress), std::move(done));
-  std::string key;
-  for (const auto& p : packages) key += p + " ";
   if (auto it = package_images_.find(key); it != package_images_.end()) return done(it->second);
   if (!package_image_waiters_[key].join(std::move(done))) return;
   auto alive = alive_;
-  ensure_image(progress, [this, alive, key, packages, progress](Result<vm::image::GuestImage> base) {
+  parent([this, alive, key, progress, build = std::move(build)](Result<vm::image::GuestImage> base) {
     if (!*alive) return;
     if (!base) return package_image_waiters_[key].finish(base);
     auto* job = new ImageJob();
-    vm::image::PackageImageOptions options;
-    options.cache = config_.paths.cache;
-    options.packages = packages;
-    options.max_bytes = vm::image::max_package_bytes_from_env();
-    job->build = [base = *base, options](const vm::image::Progress& p) { return vm::image::ensure_package_image(base, options, p); };
+    job->build = [base = *base, build](const vm::image::Progress& p) { return build(base, p); };
     job->progress = progress;
     job->done = [this, alive, key](Result<vm::image::GuestImage> r) {
       if (!*alive) return;
@@ -135,6 +128,23 @@ void SandboxManager::ensure_image(const std::vector<std::string>& packages, Crea
     };
     run_image_job(loop_, job);
   });
+}
+
+// The default image, or the package image on top of it for the kits' Debian packages
+// (vm/image/package_image.h), built once per package set and process.
+void SandboxManager::ensure_image(const std::vector<std::string>& packages, CreateProgress progress,
+                                  std::function<void(Result<vm::image::GuestImage>)> done) {
+  if (packages.empty()) return ensure_image(std::move(progress), std::move(done));
+  std::string key;
+  for (const auto& p : packages) key += p + " ";
+  vm::image::PackageImageOptions options;
+  options.cache = config_.paths.cache;
+  options.packages = packages;
+  options.max_bytes = vm::image::max_package_bytes_from_env();
+  ensure_layer(
+      key, progress, [this, progress](auto got) { ensure_image(progress, std::move(got)); },
+      [options](const vm::image::GuestImage& base, const vm::image::Progress& p) { return vm::image::ensure_package_image(base, options, p); },
+      std::move(done));
 }
 
 // The image for the packages with the kits' npm layer on it (vm/image/npm_image.h), built once
@@ -146,30 +156,18 @@ void SandboxManager::ensure_image(const std::vector<std::string>& packages, cons
   for (const auto& p : packages) key += p + " ";
   key += "|npm ";
   for (const auto& s : npm) key += s + " ";
-  if (auto it = package_images_.find(key); it != package_images_.end()) return done(it->second);
-  if (!package_image_waiters_[key].join(std::move(done))) return;
   // The layer carries no node: without Debian's nodejs the packages' programs cannot run (a kit
   // may bring node another way, so this is a note, not an error).
-  if (std::find(packages.begin(), packages.end(), "nodejs") == packages.end() && progress)
+  if (!package_images_.count(key) && std::find(packages.begin(), packages.end(), "nodejs") == packages.end() && progress)
     progress("note: the kits ask for npm packages but not for the Debian package nodejs; their programs need a node in the guest", 5);
-  auto alive = alive_;
-  ensure_image(packages, progress, [this, alive, key, npm, progress](Result<vm::image::GuestImage> parent) {
-    if (!*alive) return;
-    if (!parent) return package_image_waiters_[key].finish(parent);
-    auto* job = new ImageJob();
-    vm::image::NpmLayerOptions options;
-    options.cache = config_.paths.cache;
-    options.specs = npm;
-    options.max_bytes = vm::image::max_npm_bytes_from_env();
-    job->build = [parent = *parent, options](const vm::image::Progress& p) { return vm::image::ensure_npm_image(parent, options, p); };
-    job->progress = progress;
-    job->done = [this, alive, key](Result<vm::image::GuestImage> r) {
-      if (!*alive) return;
-      if (r) package_images_[key] = *r;
-      package_image_waiters_[key].finish(r);
-    };
-    run_image_job(loop_, job);
-  });
+  vm::image::NpmLayerOptions options;
+  options.cache = config_.paths.cache;
+  options.specs = npm;
+  options.max_bytes = vm::image::max_npm_bytes_from_env();
+  ensure_layer(
+      key, progress, [this, packages, progress](auto got) { ensure_image(packages, progress, std::move(got)); },
+      [options](const vm::image::GuestImage& parent, const vm::image::Progress& p) { return vm::image::ensure_npm_image(parent, options, p); },
+      std::move(done));
 }
 
 void SandboxManager::ensure_template(const Resources& limits, const std::vector<std::string>& packages, const std::vector<std::string>& npm,
