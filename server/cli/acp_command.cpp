@@ -11,8 +11,10 @@
 #include "server/acp/acp_server.h"
 #include "server/acp/lockroom_link.h"
 #include "server/cli/command.h"
+#include "server/cli/env_option.h"
 #include "server/cli/sandbox_config.h"
 #include "server/common/paths.h"
+#include "server/kits/kit_catalog.h"
 #include "server/common/signal_watch.h"
 
 namespace lockroom::cli {
@@ -130,19 +132,14 @@ void add_acp_command(CLI::App& app, CommandContext& ctx) {
     options->version = ctx.version;
     // A kit given by path names a file here; a shared server resolves it from elsewhere.
     for (auto& kit : options->kits)
-      if (kit.find('/') != std::string::npos || kit.ends_with(".yaml") || kit.ends_with(".yml")) kit = std::filesystem::absolute(kit).string();
+      if (kits::is_kit_path(kit)) kit = std::filesystem::absolute(kit).string();
     options->ask = !*no_ask;
     if (*cpus > 0) options->resources["cpus"] = *cpus;
     if (*memory > 0) options->resources["memoryMiB"] = *memory;
     if (*timeout > 0) options->resources["timeoutSeconds"] = *timeout;
-    for (const auto& item : *env) {
-      auto eq = item.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        std::cerr << "lockroom: --env wants NAME=VALUE, got \"" << item << "\"\n";
-        ctx.exit_code = 2;
-        return;
-      }
-      options->env[item.substr(0, eq)] = item.substr(eq + 1);
+    if (!read_env_options(*env, options->env)) {
+      ctx.exit_code = 2;
+      return;
     }
     for (const auto& s : options->secrets) {
       if (s.empty() || s.find('=') == std::string::npos || s.find('=') == 0 || s.back() == '=') {

@@ -18,6 +18,7 @@
 
 #include "server/api/control_endpoints.h"
 #include "server/cli/command.h"
+#include "server/cli/env_option.h"
 #include "server/cli/fd_flags.h"
 #include "server/cli/run_network.h"
 #include "server/cli/run_review.h"
@@ -398,14 +399,9 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
     else if (*discard) options->review.mode = Mode::kDiscard;
     if (*no_workspace) options->workspace.clear();
     else if (options->workspace.empty()) options->workspace = std::filesystem::current_path().string();
-    for (const auto& item : *env) {
-      auto eq = item.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        std::cerr << "lockroom: --env wants NAME=VALUE, got \"" << item << "\"\n";
-        ctx.exit_code = 2;
-        return;
-      }
-      options->env[item.substr(0, eq)] = item.substr(eq + 1);
+    if (!read_env_options(*env, options->env)) {
+      ctx.exit_code = 2;
+      return;
     }
     std::signal(SIGPIPE, SIG_IGN);
     uv_loop_t loop;

@@ -14,15 +14,11 @@ namespace lockroom::kits {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-bool is_path_ref(const std::string& ref) {
-  auto ends_with = [&](const char* s) {
-    std::string suffix(s);
-    return ref.size() >= suffix.size() && ref.compare(ref.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ref.find('/') != std::string::npos || ends_with(".yaml") || ends_with(".yml");
+bool is_kit_path(const std::string& ref) {
+  return ref.find('/') != std::string::npos || ref.ends_with(".yaml") || ref.ends_with(".yml");
 }
+
+namespace {
 
 std::optional<fs::path> in_root(const fs::path& dir, const std::string& name) {
   std::error_code ec;
@@ -73,7 +69,7 @@ KitCatalog KitCatalog::standard(const fs::path& workspace, std::function<const c
 
 Result<KitLocation> KitCatalog::find(const std::string& ref) const {
   if (ref.empty()) return make_error(ErrorCode::kInvalidInput, "an empty kit name");
-  if (is_path_ref(ref)) {
+  if (is_kit_path(ref)) {
     std::error_code ec;
     if (!fs::is_regular_file(ref, ec)) return make_error(ErrorCode::kNotFound, "kit file " + ref + " does not exist");
     return KitLocation{"", fs::absolute(ref), "file"};

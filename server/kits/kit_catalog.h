@@ -31,6 +31,9 @@ struct KitLocation {
   std::string origin;  // "LOCKROOM_KIT_PATH", "workspace", "user", "built-in"
 };
 
+// Whether a kit reference names a kit file (it has a '/' or a YAML suffix) rather than a kit by name.
+bool is_kit_path(const std::string& ref);
+
 class KitCatalog {
  public:
   struct Root {

@@ -31,6 +31,9 @@ test("a reload: the sandbox, its terminal, a command's output meanwhile and its 
   // The terminal too writes while no window listens (the model re-attaches its process before
   // any terminal subscribes: what it replays must wait for that subscriber).
   await shell.write("sleep 6; echo shell-while-detached\n");
+  // The echo of what was typed comes to this window (after the write's answer): wait for it, so
+  // that closing the window does not drop it in flight.
+  await until(() => screen1.includes("echo shell-while-detached\r\n"), 10_000, "the typed command's echo in window 1");
   await until(() => model1.get(sandboxId)?.processes.size === 3, 5_000, "three processes in the model");
   model1.dispose();
   hub1.dispose();
@@ -63,7 +66,7 @@ test("a reload: the sandbox, its terminal, a command's output meanwhile and its 
   shellAgain.onOutput((d) => (screen2 += d.toString()));
   // Meant to be written while no window listens; on a loaded machine window 1 may still have been
   // closing then, and got it itself. Either way it arrives once, in one of the two windows.
-  const seen = () => (screen1 + screen2).split("\nshell-while-detached\r\n").length - 1;
+  const seen = () => [screen1, screen2].reduce((n, screen) => n + (screen.match(/(?:^|\n)shell-while-detached\r\n/g)?.length ?? 0), 0);
   await until(() => seen() > 0, 20_000, "the terminal's output from while it was detached").catch((e: Error) => {
     throw new Error(`${e.message}; window 1's terminal showed ${JSON.stringify(screen1)}, window 2's ${JSON.stringify(screen2)}`);
   });

@@ -19,6 +19,7 @@
 #include "server/vm/image/package_layer.h"
 #include "server/vm/image/sha256.h"
 #include "server/vm/image/temp_dir.h"
+#include "server/vm/image/tool_output.h"
 
 namespace lockroom::vm::image {
 
@@ -42,16 +43,7 @@ std::string spec_list(const std::vector<std::string>& specs) {
   return specs.size() > 4 ? out + ", …" : out;
 }
 
-std::string tail(const std::string& text, std::size_t lines = 8) {
-  std::vector<std::string> all;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) all.push_back(line);
-  std::string out;
-  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "\n    " + all[i];
-  return out;
-}
+std::string tail(const std::string& text) { return last_lines(text, 8); }
 
 Result<void> write_file(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);

@@ -15,6 +15,7 @@
 #include "server/vm/image/package_closure.h"
 #include "server/vm/image/package_layer.h"
 #include "server/vm/image/temp_dir.h"
+#include "server/vm/image/tool_output.h"
 
 namespace lockroom::vm::image {
 
@@ -38,16 +39,7 @@ std::string utc_now() {
   return buf;
 }
 
-std::string tail(const std::string& text, std::size_t lines = 6) {
-  std::vector<std::string> all;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) all.push_back(line);
-  std::string out;
-  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "\n    " + all[i];
-  return out;
-}
+std::string tail(const std::string& text) { return last_lines(text, 6); }
 
 Result<void> write_file_atomically(const fs::path& path, const std::string& bytes) {
   fs::path tmp = path;
