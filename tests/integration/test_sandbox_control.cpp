@@ -152,11 +152,7 @@ struct ControlledSandbox {
 
 }  // namespace
 
-// [!mayfail] until an intermittent failure seen after the issue-12 merge is understood: in a full
-// ctest run (right after the CLI tests that start shared servers) the owner answered control
-// requests as if their params were missing (`"sandboxId" is required`, `unknown method ""`), twice;
-// run alone, and in later full runs of this binary, they pass. The failures still print.
-TEST_CASE("lockroom diff shows a live sandbox's edits and apply writes them, conflicts reported per file", "[sandbox][control][!mayfail]") {
+TEST_CASE("lockroom diff shows a live sandbox's edits and apply writes them, conflicts reported per file", "[sandbox][control]") {
   HostRepo repo;
   ControlledSandbox s(repo.dir.string());
   s.guest("sed -i 's/line 2/line 2 from the agent/' README.md && echo 'agent line' >> notes.txt && echo hello > added.txt");
@@ -224,7 +220,7 @@ TEST_CASE("lockroom diff shows a live sandbox's edits and apply writes them, con
   CHECK(none.err.find("has no changes") != std::string::npos);
 }
 
-TEST_CASE("apply --branch commits a live sandbox's changes without touching the checkout", "[sandbox][control][!mayfail]") {
+TEST_CASE("apply --branch commits a live sandbox's changes without touching the checkout", "[sandbox][control]") {
   HostRepo repo;
   ControlledSandbox s(repo.dir.string());
   s.guest("echo 'from the agent' >> README.md");
@@ -240,7 +236,7 @@ TEST_CASE("apply --branch commits a live sandbox's changes without touching the 
   CHECK(repo.checkout_state() == checkout);
 }
 
-TEST_CASE("diff names what is wrong: no workspace, an ended sandbox", "[sandbox][control][!mayfail]") {
+TEST_CASE("diff names what is wrong: no workspace, an ended sandbox", "[sandbox][control]") {
   std::string ended;
   {
     ControlledSandbox bare(std::nullopt);
