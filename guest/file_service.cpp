@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "guest/guest_user.h"
 #include "protocol/channel/messages.h"
 
 namespace lockroom::agent {
@@ -171,6 +172,8 @@ Outcome FileService::read(const json& params) {
 Outcome FileService::write(const json& params) {
   auto parsed = channel::parse_file_write_params(params);
   if (!parsed) return invalid_params(parsed.error());
+  // Created, opened and its mode set as the user it is written for; the bytes go to the open file.
+  ActAs as(parsed->user ? guest_user(parsed->user) : default_user());
   if (parsed->mkdirs)
     if (auto error = make_parents(parsed->path)) return *error;
   struct stat st{};

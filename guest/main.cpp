@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "guest/agent.h"
+#include "guest/guest_user.h"
 #include "guest/log.h"
 #include "guest/pid1.h"
 #include "guest/settings.h"
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   }
   set_log_level(settings.log_level);
   prepare_process(pid1);
+  if (pid1) enable_user_switching();  // programs run as the unprivileged `agent` unless they ask for root
   for (;;) {
     try {
       return serve(settings, pid1);

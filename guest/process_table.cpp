@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "guest/guest_user.h"
 #include "guest/log.h"
 
 namespace lockroom::agent {
@@ -21,6 +22,14 @@ std::vector<std::string> ProcessTable::environment(const channel::ProcessStartPa
   auto unset = [&env](const std::string& name) {
     std::erase_if(env, [&](const std::string& e) { return e.size() > name.size() && e[name.size()] == '=' && e.compare(0, name.size(), name) == 0; });
   };
+  // The user's own HOME, USER and LOGNAME (the session's or the request's win over them).
+  const GuestUser& user = params.user ? guest_user(params.user) : default_user();
+  if (user_switching()) {
+    for (const char* name : {"HOME", "USER", "LOGNAME"}) unset(name);
+    env.push_back(std::string("HOME=") + user.home);
+    env.push_back(std::string("USER=") + user.name);
+    env.push_back(std::string("LOGNAME=") + user.name);
+  }
   if (session_env_) {
     for (const std::string& entry : session_env_()) {
       unset(entry.substr(0, entry.find('=')));
@@ -69,6 +78,7 @@ Outcome ProcessTable::start(const json& params) {
   }
   request.max_processes = place.rlimit;
   request.cgroup_procs_fd = place.procs_fd;
+  request.user = parsed->user ? guest_user(parsed->user) : default_user();
   auto spawned = spawn_process(request);
   limits_.placed(place);
   if (auto* error = std::get_if<RpcError>(&spawned)) {

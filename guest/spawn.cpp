@@ -24,7 +24,7 @@ namespace {
 
 constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-enum Stage : int { kSetsid = 1, kTerminal, kDup, kCgroup, kRlimit, kChdir, kExec };
+enum Stage : int { kSetsid = 1, kTerminal, kDup, kCgroup, kRlimit, kUser, kChdir, kExec };
 const char* stage_name(int stage) {
   switch (stage) {
     case kSetsid: return "setsid";
@@ -32,6 +32,7 @@ const char* stage_name(int stage) {
     case kDup: return "dup";
     case kCgroup: return "cgroup";
     case kRlimit: return "rlimit";
+    case kUser: return "user";
     case kChdir: return "chdir";
     default: return "exec";
   }
@@ -149,6 +150,7 @@ std::variant<Spawned, RpcError> spawn_process(const SpawnRequest& request) {
     if (request.pty) {
       int slave = ::open(slave_name, O_RDWR);
       if (slave < 0 || ::ioctl(slave, TIOCSCTTY, 0) != 0) child_fail(report[1], kTerminal);
+      if (request.user.uid != 0 && user_switching() && ::fchown(slave, request.user.uid, request.user.gid) != 0) child_fail(report[1], kTerminal);
       child_in = child_out = child_err = slave;
     }
     if (::dup2(child_in, 0) < 0 || ::dup2(child_out, 1) < 0 || ::dup2(child_err, 2) < 0) child_fail(report[1], kDup);
@@ -157,6 +159,7 @@ std::variant<Spawned, RpcError> spawn_process(const SpawnRequest& request) {
       rlimit limit{static_cast<rlim_t>(*request.max_processes), static_cast<rlim_t>(*request.max_processes)};
       if (::setrlimit(RLIMIT_NPROC, &limit) != 0) child_fail(report[1], kRlimit);
     }
+    if (!become_user(request.user)) child_fail(report[1], kUser);
     if (request.cwd && ::chdir(request.cwd->c_str()) != 0) child_fail(report[1], kChdir);
     ::execve(path.c_str(), argv.data(), envp.data());
     child_fail(report[1], kExec);

@@ -5,7 +5,8 @@
 // terminal and starts at the requested size. A cgroup (written by the child before exec) and
 // RLIMIT_NPROC bound how many processes it may make. Failures before exec (chdir, exec itself)
 // travel back through a close-on-exec pipe, so the caller learns them synchronously with the
-// stage and errno. The parent's descriptors come back non-blocking and close-on-exec.
+// stage and errno. Last before the directory change and exec, the child drops to its user (its
+// terminal is handed to that user first). The parent's descriptors come back non-blocking and close-on-exec.
 #pragma once
 
 #include <sys/types.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "guest/errors.h"
+#include "guest/guest_user.h"
 
 namespace lockroom::agent {
 
@@ -29,6 +31,7 @@ struct SpawnRequest {
   std::uint16_t rows = 24;
   std::optional<std::int64_t> max_processes;  // RLIMIT_NPROC
   int cgroup_procs_fd = -1;                    // cgroup.procs of the child's cgroup, or -1
+  GuestUser user = kRootUser;                  // who it runs as (kRootUser: the agent's own user)
 };
 
 struct Spawned {

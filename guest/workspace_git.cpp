@@ -4,13 +4,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <sstream>
+
+#include "guest/guest_user.h"
 
 extern char** environ;
 
@@ -39,6 +40,10 @@ std::vector<std::string> git_environment() {
     std::string entry = *e;
     if (entry.rfind("GIT_", 0) == 0 || entry.rfind("LC_ALL=", 0) == 0) continue;  // nothing of a caller's git setup leaks in
     env.push_back(std::move(entry));
+  }
+  if (user_switching()) {  // git runs as the workspace's owner: its HOME, not root's
+    std::erase_if(env, [](const std::string& e) { return e.rfind("HOME=", 0) == 0; });
+    env.push_back(std::string("HOME=") + default_user().home);
   }
   for (const char* extra : {"LC_ALL=C", "GIT_PAGER=cat", "PAGER=cat", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0",
                             "GIT_ADVICE=0"})
@@ -97,33 +102,58 @@ Result<GitRun> run_git(const std::string& dir, const std::vector<std::string>& a
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (feed) {
-    posix_spawn_file_actions_adddup2(&actions, in.fd[0], 0);
-  } else {
-    posix_spawn_file_actions_addopen(&actions, 0, input.c_str(), O_RDONLY, 0);
+  // A fork rather than posix_spawn: the child drops to the workspace's owner before it runs git,
+  // which reads the workspace's own .git/config (a guest program may have put hooks or an
+  // fsmonitor command there). Everything it needs is made before the fork.
+  const std::string& program = git_program();
+  const GuestUser& user = default_user();
+  int input_fd = -1;
+  if (!feed && (input_fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC)) < 0)
+    return make_error(ErrorCode::kUnavailable, "cannot open " + input + " for git: " + std::strerror(errno));
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    if (input_fd >= 0) ::close(input_fd);
+    return make_error(ErrorCode::kUnavailable, std::string("cannot make pipes for git: ") + std::strerror(errno));
   }
-  posix_spawn_file_actions_adddup2(&actions, out.fd[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err.fd[1], 2);
-  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  sigaddset(&defaults, SIGCHLD);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, git_program().c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0)
-    return make_error(ErrorCode::kUnavailable, "cannot run " + git_program() + " in " + dir + ": " + std::strerror(rc) +
-                                                   " (the guest image must carry git)");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::signal(SIGCHLD, SIG_DFL);
+    int step = 0;
+    if (::dup2(feed ? in.fd[0] : input_fd, 0) < 0 || ::dup2(out.fd[1], 1) < 0 || ::dup2(err.fd[1], 2) < 0) step = 1;
+    else if (!become_user(user)) step = 2;
+    else if (::chdir(dir.c_str()) != 0) step = 3;
+    else ::execve(program.c_str(), argv.data(), envp.data());
+    int failure[2] = {step ? step : 4, errno};
+    ssize_t ignored = ::write(report[1], failure, sizeof failure);
+    (void)ignored;
+    _exit(127);
+  }
+  int fork_errno = errno;
+  if (input_fd >= 0) ::close(input_fd);
+  ::close(report[1]);
+  if (pid < 0) {
+    ::close(report[0]);
+    return make_error(ErrorCode::kUnavailable, std::string("cannot start git: fork failed: ") + std::strerror(fork_errno));
+  }
+  int failure[2] = {0, 0};
+  ssize_t got;
+  do {
+    got = ::read(report[0], failure, sizeof failure);
+  } while (got < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (got == static_cast<ssize_t>(sizeof failure)) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    if (failure[0] == 4)
+      return make_error(ErrorCode::kUnavailable, "cannot run " + program + " in " + dir + ": " + std::strerror(failure[1]) +
+                                                     " (the guest image must carry git)");
+    std::string what = failure[0] == 1 ? "setting up its descriptors" : failure[0] == 2 ? "switching to the workspace's user" : "changing to " + dir;
+    return make_error(ErrorCode::kUnavailable, "cannot run git in " + dir + ": " + what + " failed: " + std::strerror(failure[1]));
+  }
   ::close(out.fd[1]);
   ::close(err.fd[1]);
   out.fd[1] = err.fd[1] = -1;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "guest/guest_user.h"
 #include "guest/log.h"
 #include "guest/workspace_checkout.h"
 #include "guest/workspace_fast_sync.h"
@@ -79,6 +80,7 @@ Outcome WorkspaceService::start(std::unique_ptr<WorkspaceTransfer> transfer, con
 Outcome WorkspaceService::import(const json& params) {
   auto p = channel::parse_workspace_import_params(params);
   if (!p) return invalid_params(p.error());
+  ActAs owner(default_user());  // the workspace and its .git belong to the user its programs run as
   if (auto error = make_dirs(p->path)) return *error;
   channel::WorkspaceImportResult result;
   struct stat st{};
@@ -100,6 +102,7 @@ Outcome WorkspaceService::import(const json& params) {
 Outcome WorkspaceService::checkout(const json& params) {
   auto p = channel::parse_workspace_checkout_params(params);
   if (!p) return invalid_params(p.error());
+  ActAs owner(default_user());
   Workspace& ws = workspace(p->path, static_cast<std::size_t>(channel::WorkspaceBounds{}.max_entries));
   Outcome out;
   // A sync of a few paths is done here without git; its cache already knows the files it wrote.

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "guest/guest_user.h"
 #include "guest/log.h"
 #include "guest/workspace_git.h"
 #include "guest/workspace_index.h"
@@ -79,6 +80,7 @@ void PackReceiver::on_stream_closed(std::uint32_t) {
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) return fail(channel::reset_code::kIoError, std::string("storing the pack failed: ") + std::strerror(errno));
+  ActAs owner(default_user());  // the pack and its index belong to the workspace's user
   if (size_ > 0 && !store_small_pack()) {
     GitOptions options;
     options.stdin_path = temp_path_;

@@ -2,8 +2,8 @@
 #include "protocol/sandbox.h"
 
 #include "protocol/channel/base64.h"
+#include "protocol/signals.h"
 
-#include <array>
 #include <utility>
 
 namespace lockroom::protocol {
@@ -11,11 +11,6 @@ namespace lockroom::protocol {
 namespace {
 
 constexpr std::int64_t kMaxArgs = 4096;
-
-const std::array<std::pair<const char*, int>, 17> kSignals{{
-    {"HUP", 1}, {"INT", 2}, {"QUIT", 3}, {"KILL", 9}, {"USR1", 10}, {"USR2", 12}, {"PIPE", 13}, {"ALRM", 14}, {"TERM", 15},
-    {"CHLD", 17}, {"CONT", 18}, {"STOP", 19}, {"TSTP", 20}, {"TTIN", 21}, {"TTOU", 22}, {"WINCH", 28}, {"ABRT", 6},
-}};
 
 PtySize read_size(ParamReader& r) {
   PtySize size;
@@ -25,19 +20,6 @@ PtySize read_size(ParamReader& r) {
 }
 
 }  // namespace
-
-std::optional<int> signal_number(const std::string& name) {
-  std::string bare = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
-  for (const auto& [n, num] : kSignals)
-    if (bare == n) return num;
-  return std::nullopt;
-}
-
-std::string signal_name(int number) {
-  for (const auto& [n, num] : kSignals)
-    if (num == number) return std::string("SIG") + n;
-  return "signal " + std::to_string(number);
-}
 
 SandboxCreateParams read_sandbox_create(ParamReader& reader) {
   SandboxCreateParams out;
@@ -95,6 +77,9 @@ ProcessStartParams read_process_start(ParamReader& reader) {
     out.pty = read_size(*pty);
     reader.merge(*pty);
   }
+  out.user = reader.string("user", false);
+  if (out.user && *out.user != "agent" && *out.user != "root")
+    reader.fail("user", "must be \"agent\" (the default: an unprivileged user owning /workspace) or \"root\", got \"" + out.user->substr(0, 32) + "\"");
   reader.reject_unknown();
   return out;
 }
@@ -173,7 +158,10 @@ json process_output_json(const std::string& process_id, const std::string& strea
 json process_exited_json(const std::string& process_id, std::optional<int> exit_code, std::optional<int> signal) {
   json out{{"processId", process_id}};
   if (exit_code) out["exitCode"] = *exit_code;
-  if (signal) out["signal"] = signal_name(*signal);
+  if (signal) {
+    out["signal"] = signal_name(*signal);
+    out["signalNumber"] = *signal;
+  }
   return out;
 }
 
@@ -184,7 +172,10 @@ json process_info_json(const ProcessInfoWire& info) {
   if (!info.running) {
     json exit = json::object();
     if (info.exit_code) exit["exitCode"] = *info.exit_code;
-    if (info.signal) exit["signal"] = signal_name(*info.signal);
+    if (info.signal) {
+      exit["signal"] = signal_name(*info.signal);
+      exit["signalNumber"] = *info.signal;
+    }
     if (!info.reason.empty()) exit["reason"] = info.reason;
     out["exit"] = std::move(exit);
   }

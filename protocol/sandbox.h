@@ -13,6 +13,7 @@
 
 #include "protocol/jsonrpc.h"
 #include "protocol/params.h"
+#include "protocol/signals.h"
 #include "protocol/workspace.h"
 
 namespace lockroom::protocol {
@@ -56,6 +57,7 @@ struct ProcessStartParams {
   std::optional<std::string> cwd;
   std::map<std::string, std::string> env;
   std::optional<PtySize> pty;
+  std::optional<std::string> user;  // "agent" (the default, uid 1000) or "root"
 };
 ProcessStartParams read_process_start(ParamReader& reader);
 
@@ -81,10 +83,6 @@ struct ProcessSignalParams {
   int signal = 15;  // accepted as a number or a name such as "SIGINT" / "INT"
 };
 ProcessSignalParams read_process_signal(ParamReader& reader);
-
-// Signal names lockroom accepts, and their Linux numbers.
-std::optional<int> signal_number(const std::string& name);
-std::string signal_name(int number);
 
 struct LimitsWire {
   int cpus, memory_mib, disk_mib, timeout_seconds, max_processes;

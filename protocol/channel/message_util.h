@@ -2,6 +2,7 @@
 // field checks every method needs (paths, NUL bytes, base64). Internal to protocol/channel.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -31,6 +32,14 @@ inline void check_text(ParamReader& reader, const char* field, const std::string
   if (nonempty && value.empty()) return reader.fail(field, "must not be empty");
   if (value.size() > max) return reader.fail(field, "is " + std::to_string(value.size()) + " bytes long; the limit is " + std::to_string(max));
   if (value.find('\0') != std::string::npos) reader.fail(field, "contains a NUL byte, which no path or argument can hold");
+}
+
+// Who a guest program or write runs as: absent (the unprivileged default user), "agent" or
+// "root" (guest/guest_user.h).
+inline std::optional<std::string> read_user(ParamReader& reader) {
+  auto user = reader.string("user", false);
+  if (user && *user != "agent" && *user != "root") reader.fail("user", "must be \"agent\" or \"root\", got \"" + user->substr(0, 32) + "\"");
+  return user;
 }
 
 // A required base64 field, decoded, with at most `max` decoded bytes.

@@ -134,6 +134,7 @@ struct ProcessStartParams {
   std::vector<std::pair<std::string, std::optional<std::string>>> env;  // null: unset
   std::optional<TerminalSize> pty;
   std::optional<std::int64_t> max_processes;
+  std::optional<std::string> user;  // "root", or absent for the unprivileged default user ("agent")
 };
 // Pipes use stdin/stdout/stderr; a pty uses `pty` alone (0 for the unused ones).
 struct ProcessStreams {
@@ -182,6 +183,7 @@ struct FileWriteParams {
   bool append = false;
   bool mkdirs = false;
   bool stream = false;  // the agent opens a stream; the host sends the content and closes it
+  std::optional<std::string> user;  // who creates it: "root", or absent for the default user ("agent")
 };
 struct FileWriteResult {
   std::int64_t written = 0;

@@ -75,6 +75,7 @@ json to_json(const FileWriteParams& v) {
   }
   if (v.append) j["append"] = true;
   if (v.mkdirs) j["mkdirs"] = true;
+  if (v.user) j["user"] = *v.user;
   return j;
 }
 
@@ -87,6 +88,7 @@ Result<FileWriteParams> parse_file_write_params(const json& j) {
   v.mode = r.integer("mode", false, 0, 07777).value_or(0644);
   v.append = r.boolean("append", false).value_or(false);
   v.mkdirs = r.boolean("mkdirs", false).value_or(false);
+  v.user = detail::read_user(r);
   return finish(r, std::move(v));
 }
 

@@ -35,6 +35,7 @@ json to_json(const ProcessStartParams& v) {
   }
   if (v.pty) j["pty"] = json{{"cols", v.pty->cols}, {"rows", v.pty->rows}};
   if (v.max_processes) j["limits"] = json{{"maxProcesses", *v.max_processes}};
+  if (v.user) j["user"] = *v.user;
   return j;
 }
 
@@ -79,6 +80,7 @@ Result<ProcessStartParams> parse_process_start_params(const json& j) {
     v.max_processes = limits->integer("maxProcesses", false, 1, kMaxProcessesLimit);
     r.merge(*limits);
   }
+  v.user = detail::read_user(r);
   return finish(r, std::move(v));
 }
 

@@ -4,6 +4,7 @@
 #include "protocol/channel/base64.h"
 #include "protocol/channel/message_util.h"
 #include "protocol/channel/messages.h"
+#include "protocol/signals.h"
 
 namespace lockroom::protocol::channel {
 
@@ -208,31 +209,8 @@ Result<LimitReached> parse_limit_reached(const json& j) {
   return finish(r, std::move(v));
 }
 
-namespace {
-struct SignalName {
-  const char* name;
-  int number;
-};
-constexpr SignalName kSignals[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ILL", SIGILL},   {"TRAP", SIGTRAP},   {"ABRT", SIGABRT},
-    {"BUS", SIGBUS},   {"FPE", SIGFPE},   {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},   {"USR2", SIGUSR2},
-    {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"CHLD", SIGCHLD}, {"CONT", SIGCONT},   {"STOP", SIGSTOP},
-    {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU}, {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
-    {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO}, {"SYS", SIGSYS},
-};
-}  // namespace
+std::optional<int> signal_from_name(const std::string& name) { return protocol::signal_number(name); }
 
-std::optional<int> signal_from_name(const std::string& name) {
-  std::string bare = name.rfind("SIG", 0) == 0 ? name.substr(3) : name;
-  for (const auto& s : kSignals)
-    if (bare == s.name) return s.number;
-  return std::nullopt;
-}
-
-std::string signal_name(int signal) {
-  for (const auto& s : kSignals)
-    if (signal == s.number) return s.name;
-  return std::to_string(signal);
-}
+std::string signal_name(int signal) { return protocol::signal_bare_name(signal).value_or(std::to_string(signal)); }
 
 }  // namespace lockroom::protocol::channel

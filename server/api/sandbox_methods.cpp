@@ -144,6 +144,17 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
               [reply, progress, m, w, conn, own, plan = std::move(*plan)](Result<core::CreateResult> r) mutable {
                 // With a shared server the connection may have ended meanwhile: then nothing of
                 // it may be touched (progress, conn), and nobody will ever get this sandbox's id.
+                if (own && own->claim && !own->connected()) {
+                  if (r) m->destroy(r->sandbox_id, [](Result<void>) {});
+                  return;
+                }
+                // A cancelled create is destroyed before this connection claims it: a claimed
+                // sandbox would be kept for a later window (detached) and keep the server up.
+                if (r && reply.cancelled()) {
+                  progress->end("cancelled");
+                  m->destroy(r->sandbox_id, [](Result<void>) {});  // nobody will use it
+                  return;
+                }
                 if (own && own->claim && !(r ? own->claim(r->sandbox_id) : own->connected())) {
                   if (r) m->destroy(r->sandbox_id, [](Result<void>) {});
                   return;
@@ -151,11 +162,6 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
                 if (!r) {
                   progress->end("failed");
                   return reply.error(to_rpc_error(r.error()));
-                }
-                if (reply.cancelled()) {
-                  progress->end("cancelled");
-                  m->destroy(r->sandbox_id, [](Result<void>) {});  // nobody will use it
-                  return;
                 }
                 if (!plan) {
                   m->announce(r->sandbox_id);
@@ -233,6 +239,7 @@ void SandboxMethods::bind(core::SandboxManager& manager, core::ProcessWatch& wat
     if (!reader.ok()) return reply.error(reader.error());
     core::ProcessSpec spec{std::move(p.argv), std::move(p.cwd), std::move(p.env), std::nullopt};
     if (p.pty) spec.pty = std::make_pair(p.pty->cols, p.pty->rows);
+    spec.root = p.user == "root";
     m->start_process(p.sandbox_id, std::move(spec), [reply, own, sandbox_id = p.sandbox_id](Result<std::string> id) {
       if (!id) return reply.error(to_rpc_error(id.error()));
       if (own && own->started) own->started(sandbox_id, *id);

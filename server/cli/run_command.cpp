@@ -19,6 +19,7 @@
 #include "server/api/control_endpoints.h"
 #include "server/cli/command.h"
 #include "server/cli/env_option.h"
+#include "server/cli/logging.h"
 #include "server/cli/fd_flags.h"
 #include "server/cli/run_network.h"
 #include "server/cli/run_review.h"
@@ -44,6 +45,7 @@ struct RunOptions {
   std::string workspace;  // the folder copied in at /workspace; empty: none
   ReviewChoice review;
   bool network = true;             // egress through the policy proxy (default allow list)
+  bool root = false;               // the command runs as root, not as the guest's user `agent`
   std::vector<std::string> allow;  // extra hosts to allow: HOST or HOST:PORT
   std::vector<std::string> kits;   // names or kit files (kit_catalog.h)
   std::vector<std::string> upstream_ca;  // PEM files of further CAs to trust for upstream HTTPS
@@ -205,6 +207,7 @@ class RunSession final : public core::SandboxEvents {
     if (created.workspace) cwd = core::SandboxWorkspace::kGuestPath;
     core::ProcessSpec spec{options_.argv, cwd, {}, std::nullopt};
     if (interactive_) spec.pty = window_size();
+    spec.root = options_.root;
     manager_.start_process(sandbox_id_, spec, [this](Result<std::string> pid) {
       if (!pid) {
         std::cerr << "lockroom: cannot start " << options_.argv[0] << ": " << pid.error().message << std::endl;
@@ -212,6 +215,7 @@ class RunSession final : public core::SandboxEvents {
         return finish();
       }
       process_id_ = *pid;
+      hold_terminal_logging(true);  // the terminal is the command's until it ends
       forward_input();
     });
   }
@@ -320,6 +324,7 @@ class RunSession final : public core::SandboxEvents {
 
   void stop_input() {
     raw_.reset();
+    hold_terminal_logging(false);
     close_handle(winch_);
     if (stdin_) {
       auto* transport = stdin_.release();
@@ -372,7 +377,8 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   auto apply = std::make_shared<bool>(false);
   auto discard = std::make_shared<bool>(false);
   cmd->add_option("--workspace", options->workspace, "the folder copied in at /workspace (default: the current folder)");
-  cmd->add_flag("--no-workspace", *no_workspace, "copy no folder in; the command starts in /");
+  cmd->add_flag("--no-workspace", *no_workspace, "copy no folder in; the command starts in the user's home");
+  cmd->add_flag("--root", options->root, "run the command as root in the guest (default: the unprivileged user agent, who owns /workspace)");
   auto* apply_flag = cmd->add_flag("--apply", *apply, "apply the changes to the workspace when the command ends");
   auto* branch_opt = cmd->add_option("--branch", options->review.branch, "save the changes as the branch lockroom/NAME instead");
   auto* patch_opt = cmd->add_option("--patch", options->review.patch_file, "save the changes as a patch file instead");

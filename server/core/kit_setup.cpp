@@ -77,6 +77,7 @@ void KitSetup::write_file(const kits::KitFile& file) {
   spec.argv = {"/bin/sh", "-c", "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\" && chmod \"$2\" \"$1\"", "sh", file.path, mode};
   spec.cwd = "/";
   spec.origin = ProcessOrigin::kKitSetup;
+  spec.root = file.user == kits::KitUser::kRoot;  // what it makes belongs to the user that writes it
   std::string what = "the kit file " + file.path;
   auto self = shared_from_this();
   manager_.start_process(sandbox_id_, spec, [self, what, content = file.content](Result<std::string> r) {
@@ -99,6 +100,7 @@ void KitSetup::run_command(const kits::KitCommand& command) {
   spec.argv = {"/bin/sh", "-c", command.run};
   spec.cwd = directory(command.cwd);
   spec.origin = ProcessOrigin::kKitSetup;
+  spec.root = command.user == kits::KitUser::kRoot;
   std::string what = "`" + command.run + "` (kit " + command.kit + ")";
   auto self = shared_from_this();
   auto timeout = std::chrono::seconds(command.timeout_seconds);
@@ -139,6 +141,7 @@ void KitSetup::start_services(std::size_t index) {
   spec.cwd = directory(service.cwd);
   spec.origin = ProcessOrigin::kKitService;
   spec.name = service.name;
+  spec.root = service.user == kits::KitUser::kRoot;
   auto self = shared_from_this();
   manager_.start_process(sandbox_id_, spec, [self, index](Result<std::string> r) {
     const kits::KitService& s = self->plan_.services[index];

@@ -214,7 +214,7 @@ void Sandbox::start_process(const std::string& process_id, const ProcessSpec& sp
   proc->pty = spec.pty.has_value();
   // Terminals and pipes alike start where the work is: the workspace, when there is one.
   std::optional<std::string> cwd = spec.cwd;
-  if (!cwd && workspace_) cwd = SandboxWorkspace::kGuestPath;
+  if (!cwd) cwd = workspace_ ? SandboxWorkspace::kGuestPath : spec.root ? "/root" : "/home/agent";
   proc->info = ProcessInfo{process_id, id_, spec.argv, cwd.value_or("/"), proc->pty, spec.origin, spec.name,
                            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
                            std::nullopt};
@@ -225,6 +225,7 @@ void Sandbox::start_process(const std::string& process_id, const ProcessSpec& sp
   for (const auto& [k, v] : env_) params.env.emplace_back(k, v);
   for (const auto& [k, v] : spec.env) params.env.emplace_back(k, v);
   if (spec.pty) params.pty = wire::TerminalSize{spec.pty->first, spec.pty->second};
+  if (spec.root) params.user = "root";
 
   auto alive = alive_;
   channel::ProcessEvents events;

@@ -41,6 +41,7 @@ struct ProcessSpec {
   std::optional<std::pair<int, int>> pty;  // cols, rows
   ProcessOrigin origin = ProcessOrigin::kClient;
   std::string name;  // a kit service's name
+  bool root = false;  // run as root; else as the guest's unprivileged user `agent`
 };
 
 // What sandbox/list says of a sandbox besides its state (set by the manager when it is created).

@@ -13,6 +13,8 @@ namespace lockroom::kits {
 
 namespace {
 
+const char* user_name(KitUser user) { return user == KitUser::kRoot ? "root" : "agent"; }
+
 template <typename T>
 void append_unique(std::vector<T>& to, const std::vector<T>& from) {
   for (const auto& item : from)
@@ -137,12 +139,12 @@ json plan_to_json(const KitPlan& plan) {
   for (const auto& f : plan.files) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", f.mode);
-    files.push_back({{"path", f.path}, {"bytes", f.content.size()}, {"mode", mode}});
+    files.push_back({{"path", f.path}, {"bytes", f.content.size()}, {"mode", mode}, {"user", user_name(f.user)}});
   }
   json setup = json::array();
-  for (const auto& c : plan.setup) setup.push_back({{"run", c.run}, {"cwd", c.cwd}, {"timeoutSeconds", c.timeout_seconds}, {"kit", c.kit}});
+  for (const auto& c : plan.setup) setup.push_back({{"run", c.run}, {"cwd", c.cwd}, {"timeoutSeconds", c.timeout_seconds}, {"user", user_name(c.user)}, {"kit", c.kit}});
   json services = json::array();
-  for (const auto& s : plan.services) services.push_back({{"name", s.name}, {"run", s.run}, {"cwd", s.cwd}, {"kit", s.kit}});
+  for (const auto& s : plan.services) services.push_back({{"name", s.name}, {"run", s.run}, {"cwd", s.cwd}, {"user", user_name(s.user)}, {"kit", s.kit}});
   json secrets = json::array();
   for (const auto& s : plan.secrets) secrets.push_back(secret_json(s));
   json resources = json::object();

@@ -66,9 +66,17 @@ Result<std::uint32_t> file_mode(const json& v, const std::string& path) {
   return mode;
 }
 
+Result<KitUser> kit_user(const json& v, const std::string& path) {
+  auto s = text(v, path);
+  if (!s) return s.error();
+  if (*s == "agent") return KitUser::kAgent;
+  if (*s == "root") return KitUser::kRoot;
+  return field_error(path, "must be \"agent\" (an unprivileged user owning /workspace and /home/agent) or \"root\", got \"" + *s + "\"");
+}
+
 Result<KitFile> read_file(const json& v, const std::string& path) {
-  if (!v.is_object()) return type_error(path, "an object {path, content, mode?}", v);
-  if (auto r = egress::reject_unknown_fields(v, {"path", "content", "mode"}, path); !r) return r.error();
+  if (!v.is_object()) return type_error(path, "an object {path, content, mode?, user?}", v);
+  if (auto r = egress::reject_unknown_fields(v, {"path", "content", "mode", "user"}, path); !r) return r.error();
   KitFile f;
   if (!v.contains("path")) return field_error(path + ".path", "is required");
   auto p = guest_path(v["path"], path + ".path");
@@ -86,6 +94,12 @@ Result<KitFile> read_file(const json& v, const std::string& path) {
     if (!m) return m.error();
     f.mode = *m;
   }
+  f.user = default_file_owner(f.path);
+  if (v.contains("user")) {
+    auto u = kit_user(v["user"], path + ".user");
+    if (!u) return u.error();
+    f.user = *u;
+  }
   return f;
 }
 
@@ -97,8 +111,8 @@ Result<KitCommand> read_command(const json& v, const std::string& path) {
     c.run = *s;
     return c;
   }
-  if (!v.is_object()) return type_error(path, "a command line or {run, cwd?, timeoutSeconds?}", v);
-  if (auto r = egress::reject_unknown_fields(v, {"run", "cwd", "timeoutSeconds"}, path); !r) return r.error();
+  if (!v.is_object()) return type_error(path, "a command line or {run, cwd?, timeoutSeconds?, user?}", v);
+  if (auto r = egress::reject_unknown_fields(v, {"run", "cwd", "timeoutSeconds", "user"}, path); !r) return r.error();
   if (!v.contains("run")) return field_error(path + ".run", "is required");
   auto s = text(v["run"], path + ".run");
   if (!s) return s.error();
@@ -113,12 +127,17 @@ Result<KitCommand> read_command(const json& v, const std::string& path) {
     if (!t) return t.error();
     c.timeout_seconds = *t;
   }
+  if (v.contains("user")) {
+    auto u = kit_user(v["user"], path + ".user");
+    if (!u) return u.error();
+    c.user = *u;
+  }
   return c;
 }
 
 Result<KitService> read_service(const json& v, const std::string& path) {
-  if (!v.is_object()) return type_error(path, "an object {name, run, cwd?}", v);
-  if (auto r = egress::reject_unknown_fields(v, {"name", "run", "cwd"}, path); !r) return r.error();
+  if (!v.is_object()) return type_error(path, "an object {name, run, cwd?, user?}", v);
+  if (auto r = egress::reject_unknown_fields(v, {"name", "run", "cwd", "user"}, path); !r) return r.error();
   KitService s;
   if (!v.contains("name")) return field_error(path + ".name", "is required");
   auto n = text(v["name"], path + ".name");
@@ -133,6 +152,11 @@ Result<KitService> read_service(const json& v, const std::string& path) {
     auto p = guest_path(v["cwd"], path + ".cwd");
     if (!p) return p.error();
     s.cwd = *p;
+  }
+  if (v.contains("user")) {
+    auto u = kit_user(v["user"], path + ".user");
+    if (!u) return u.error();
+    s.user = *u;
   }
   return s;
 }
@@ -297,6 +321,13 @@ Result<void> read_fields(const json& root, KitSpec& kit, const std::filesystem::
 }
 
 }  // namespace
+
+KitUser default_file_owner(const std::string& guest_path) {
+  for (std::string_view home : {"/home/agent", "/workspace"})
+    if (guest_path.size() > home.size() && guest_path.compare(0, home.size(), home) == 0 && guest_path[home.size()] == '/')
+      return KitUser::kAgent;
+  return KitUser::kRoot;
+}
 
 bool valid_kit_name(const std::string& name) {
   if (name.empty() || name.size() > 64 || name.front() == '-' || name.back() == '-') return false;

@@ -45,10 +45,19 @@ constexpr std::size_t kMaxKitCommands = 64;
 constexpr std::size_t kMaxKitPackages = 256;
 constexpr std::size_t kMaxKitEnv = 256;
 
+// Who a kit's file, command or service belongs to in the guest: the unprivileged user guest
+// programs run as (`agent`), or root (`user: root` in kit.yaml).
+enum class KitUser { kAgent, kRoot };
+
+// A file's owner when kit.yaml does not say: the agent user inside its home and the workspace,
+// root everywhere else (/etc, /usr/local...).
+KitUser default_file_owner(const std::string& guest_path);
+
 struct KitFile {
   std::string path;  // absolute, normalised, no ".." components
   std::string content;
   std::uint32_t mode = 0644;
+  KitUser user = KitUser::kRoot;
   friend bool operator==(const KitFile&, const KitFile&) = default;
 };
 
@@ -56,6 +65,7 @@ struct KitCommand {
   std::string run;  // a shell command line (sh -c)
   std::string cwd = "/workspace";
   int timeout_seconds = 600;
+  KitUser user = KitUser::kAgent;
   std::string kit;  // the kit it came from (set when kits are merged), for messages
   friend bool operator==(const KitCommand&, const KitCommand&) = default;
 };
@@ -64,6 +74,7 @@ struct KitService {
   std::string name;
   std::string run;
   std::string cwd = "/workspace";
+  KitUser user = KitUser::kAgent;
   std::string kit;
   friend bool operator==(const KitService&, const KitService&) = default;
 };

@@ -127,10 +127,13 @@ struct World {
     REQUIRE(created->ok());
     return (*created)->sandbox_id;
   }
-  std::string start(const std::string& sandbox, std::vector<std::string> argv) {
+  // Starts argv as the guest's default user (`agent`), or as root.
+  std::string start(const std::string& sandbox, std::vector<std::string> argv, bool root = false) {
     std::optional<Result<std::string>> started;
-    manager->start_process(sandbox, core::ProcessSpec{std::move(argv), std::nullopt, {}, std::nullopt},
-                           [&](Result<std::string> r) { started = std::move(r); });
+    core::ProcessSpec spec;
+    spec.argv = std::move(argv);
+    spec.root = root;
+    manager->start_process(sandbox, std::move(spec), [&](Result<std::string> r) { started = std::move(r); });
     run_until([&] { return started.has_value(); });
     INFO((started->ok() ? std::string() : started->error().message));
     REQUIRE(started->ok());
@@ -156,8 +159,8 @@ struct World {
     editor.reset();
   }
   // Runs `script` with the guest's sh, stderr folded into stdout; returns all of its output.
-  std::string sh(const std::string& sandbox, const std::string& script) {
-    std::string pid = start(sandbox, {"sh", "-c", script + " 2>&1"});
+  std::string sh(const std::string& sandbox, const std::string& script, bool root = false) {
+    std::string pid = start(sandbox, {"sh", "-c", script + " 2>&1"}, root);
     wait_exit(pid);
     return events.output[pid];
   }

@@ -41,7 +41,7 @@ files: [{path: /etc/demo/motd, content: "base file\n"}]
                                 R"(name: demo
 extends: base
 env: {KIT_GREETING: hello from the kit}
-files: [{path: /etc/demo/motd, content: "kit file\n", mode: 0640}]
+files: [{path: /etc/demo/motd, content: "kit file\n", mode: 0604}]
 setup:
   - echo setup ran > /tmp/setup-marker; echo "setup says hi"
 services: [{name: sleeper, run: sleep 1000, cwd: /}]
@@ -67,7 +67,7 @@ services: [{name: sleeper, run: sleep 1000, cwd: /}]
 
   CHECK(w.sh(sb, "cat /etc/demo/motd; stat -c %a /etc/demo/motd; echo $KIT_GREETING; echo $KIT_OTHER; cat /tmp/setup-marker; "
                  "pidof sleep >/dev/null && echo service running") ==
-        "kit file\n640\nhello from the kit\nfrom the request\nsetup ran\nservice running\n");
+        "kit file\n604\nhello from the kit\nfrom the request\nsetup ran\nservice running\n");
 
   // A setup command that fails names itself, its kit, its status and its last output.
   SetupRun failed = run_setup(w, sb, plan_of({"name: bad\nsetup: [\"echo boom >&2; exit 3\"]\n"}));

@@ -142,11 +142,11 @@ TEST_CASE("a sandbox's disk limit: writing past it fails with ENOSPC, reported o
   CHECK(set.disk_enforcement == "tmpfs");
   CHECK(set.max_disk_mib == 16);
 
-  // 16 MiB of room: /root, /tmp and /dev/shm all count (one tmpfs), and a 40 MiB write stops at it.
+  // 16 MiB of room: the home, /tmp and /dev/shm all count (one tmpfs), and a 40 MiB write stops at it.
   std::string fill = w.start(sb,
-                             "dd if=/dev/zero of=/root/fill bs=1M count=8 2>/dev/null; "
+                             "dd if=/dev/zero of=$HOME/fill bs=1M count=8 2>/dev/null; "
                              "dd if=/dev/zero of=/tmp/fill bs=1M count=40 2>&1 | grep -o 'No space left on device' | head -1; "
-                             "du -sm /root/fill /tmp/fill | awk '{s += $1} END {print \"total\", s}'; "
+                             "du -sm $HOME/fill /tmp/fill | awk '{s += $1} END {print \"total\", s}'; "
                              "{ echo shm > /dev/shm/x; } 2>&1 | grep -o 'No space left on device' | head -1; sleep 3");
   auto exit = w.wait_exit(fill);
   CHECK(exit.exit_code == 0);
@@ -163,7 +163,7 @@ TEST_CASE("a sandbox's disk limit: writing past it fails with ENOSPC, reported o
 
   // The agent looks once a second: the full disk is one event, however many writes failed.
   REQUIRE(w.run_until([&] { return !w.events.of(sb, core::LimitKind::kDisk).empty(); }, 20s));
-  std::string again = w.start(sb, "for i in 1 2 3; do echo x >> /root/more 2>/dev/null; sleep 1; done; rm /root/fill; echo freed");
+  std::string again = w.start(sb, "for i in 1 2 3; do echo x >> $HOME/more 2>/dev/null; sleep 1; done; rm $HOME/fill; echo freed");
   w.wait_exit(again);
   CHECK(w.events.output[again] == "freed\n");
   auto disk = w.events.of(sb, core::LimitKind::kDisk);
@@ -172,7 +172,7 @@ TEST_CASE("a sandbox's disk limit: writing past it fails with ENOSPC, reported o
   CHECK_THAT(disk[0].message, Catch::Contains("disk is full") && Catch::Contains("16 MiB"));
 
   // After deleting, there is room again.
-  std::string write = w.start(sb, "dd if=/dev/zero of=/root/again bs=1M count=4 2>/dev/null && echo wrote");
+  std::string write = w.start(sb, "dd if=/dev/zero of=$HOME/again bs=1M count=4 2>/dev/null && echo wrote");
   w.wait_exit(write);
   CHECK(w.events.output[write] == "wrote\n");
   w.destroy(sb);

@@ -181,11 +181,13 @@ TEST_CASE("HTTPS from a guest: tunnelled as is, intercepted with the secret inje
   CHECK(roundtrip->missing_tools == image->manifest.missing_tools);
 
   // The guest trusts the sandbox CA through the variables curl and git read, and holds only the
-  // sentinel: not in any process's environment, not in /etc or /tmp.
-  std::string env = guest(w, sb.id,
-                          "echo \"$CURL_CA_BUNDLE\" \"$GIT_SSL_CAINFO\" \"$SSL_CERT_FILE\"; echo $LOCKROOM_IT_TLS_TOKEN; "
-                          "cat /proc/[0-9]*/environ | tr '\\0' '\\n' | grep -c " + std::string(kSecretValue) + "; "
-                          "grep -rl " + kSecretValue + " /etc /tmp | wc -l");
+  // sentinel: not in any process's environment, not in /etc or /tmp (looked at as root, who can
+  // read every process's environment).
+  std::string env = w.sh(sb.id,
+                         "export no_proxy= NO_PROXY=; echo \"$CURL_CA_BUNDLE\" \"$GIT_SSL_CAINFO\" \"$SSL_CERT_FILE\"; echo $LOCKROOM_IT_TLS_TOKEN; "
+                         "cat /proc/[0-9]*/environ | tr '\\0' '\\n' | grep -c " + std::string(kSecretValue) + "; "
+                         "grep -rl " + kSecretValue + " /etc /tmp | wc -l",
+                         true);
   auto first_line = env.substr(0, env.find('\n'));
   auto bundle = first_line.substr(0, first_line.find(' '));
   CHECK_FALSE(bundle.empty());

@@ -122,6 +122,7 @@ Result<GuestImage> ensure_image(const ImageBuildOptions& options, const Progress
     if (auto ok = h.add_file("module:" + m.path, kernel->modules_dir() / m.path); !ok) return ok.error();
   if (auto ok = h.add_file("busybox", *busybox); !ok) return ok.error();
   for (const auto& a : *applets) h.add("applet", a);
+  h.add("users", std::string(kGuestPasswd) + kGuestGroup);
   if (auto ok = h.add_file("agent", options.agent); !ok) return ok.error();
   for (const auto& lib : *libs)
     if (auto ok = h.add_file("lib:" + lib, lib); !ok) return ok.error();

@@ -48,8 +48,8 @@ Result<CpioArchive> plan_initramfs(const InitramfsInputs& in) {
   if (in.git)
     if (auto ok = add_guest_git(a, *in.git); !ok) return ok.error();
 
-  if (auto ok = a.add_file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n", 0644); !ok) return ok.error();
-  if (auto ok = a.add_file("etc/group", "root:x:0:\n", 0644); !ok) return ok.error();
+  if (auto ok = a.add_file("etc/passwd", kGuestPasswd, 0644); !ok) return ok.error();
+  if (auto ok = a.add_file("etc/group", kGuestGroup, 0644); !ok) return ok.error();
   if (auto ok = a.add_file("etc/hostname", "lockroom\n", 0644); !ok) return ok.error();
   if (auto ok = a.add_file("etc/hosts", kGuestHosts, 0644); !ok) return ok.error();
   if (auto ok = a.add_file("init", in.init, 0755); !ok) return ok.error();

@@ -36,6 +36,11 @@ Result<CpioArchive> plan_initramfs(const InitramfsInputs& inputs);
 // so without it "localhost" would not resolve, and NO_PROXY=localhost would name nothing.
 inline constexpr const char* kGuestHosts = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
 
+// The guest's users: root, and `agent` (uid and gid 1000, home /home/agent), whom guest programs
+// run as unless they ask for root (guest/guest_user.h). /init makes its home and /workspace.
+inline constexpr const char* kGuestPasswd = "root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000:agent:/home/agent:/bin/sh\n";
+inline constexpr const char* kGuestGroup = "root:x:0:\nagent:x:1000:\n";
+
 // Reads a whole host file (following symlinks); fails with the path in the message.
 Result<std::string> read_host_file(const std::filesystem::path& path);
 

@@ -112,7 +112,7 @@ TEST_CASE("sandbox wire: notifications have the documented shape", "[protocol][s
         json::parse(R"({"processId":"p-1","stream":"stdout","data":"aGk=","encoding":"base64"})"));
   CHECK(process_output_json("p-1", "stderr", "hi", false) == json::parse(R"({"processId":"p-1","stream":"stderr","data":"hi"})"));
   CHECK(process_exited_json("p-1", 3, std::nullopt) == json::parse(R"({"processId":"p-1","exitCode":3})"));
-  CHECK(process_exited_json("p-1", std::nullopt, 9) == json::parse(R"({"processId":"p-1","signal":"SIGKILL"})"));
+  CHECK(process_exited_json("p-1", std::nullopt, 9) == json::parse(R"({"processId":"p-1","signal":"SIGKILL","signalNumber":9})"));
   CHECK(state_changed_json("sb-1", "failed", "guestCrashed", "QEMU exited") ==
         json::parse(R"({"sandboxId":"sb-1","state":"failed","reason":"guestCrashed","message":"QEMU exited"})"));
 }
