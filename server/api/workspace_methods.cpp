@@ -256,6 +256,7 @@ void bind_changes_methods(rpc::Dispatcher& d, core::SandboxManager& manager, std
                                 if (r->created) {
                                   out["branch"] = r->ref_name;
                                   out["commit"] = oid_hex(r->commit);
+                                  if (r->snapshot_commit) out["snapshotCommit"] = oid_hex(*r->snapshot_commit);
                                 }
                                 reply.result(std::move(out));
                               });

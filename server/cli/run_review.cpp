@@ -126,20 +126,18 @@ bool save_branch(const core::ChangeSet& set, const std::string& name, const Revi
   request.repo_path = context.host_path;
   if (base->user_head) git_oid_fromstr(&request.head_at_snapshot, base->user_head->c_str());
   request.name = name;
+  request.kept_out = base->kept_out();
   const auto& c = *set.changes;
   auto outcome = review::apply_branch(c.store(), c.base_tree(), c.result_tree(), review::Selection::all(), request);
   if (!outcome) {
     out << "lockroom: cannot save the branch: " << outcome.error().message << "\n";
     return false;
   }
-  if (!outcome->created) {
-    out << "lockroom: the branch was not created: these files conflict with your HEAD:";
-    for (const auto& p : outcome->conflicts) out << " " << p;
-    out << "\n";
-    return false;
-  }
   std::string branch = outcome->ref_name.substr(std::string("refs/heads/").size());
   out << "lockroom: saved as " << branch << " (your checkout is untouched; `git merge " << branch << "` or `git cherry-pick` it)\n";
+  if (outcome->snapshot_commit)
+    out << "lockroom: the commit below it holds your uncommitted and untracked files as they were copied in; `git show "
+        << branch << "` is the sandbox's work alone\n";
   return true;
 }
 

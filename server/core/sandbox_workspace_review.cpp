@@ -190,6 +190,7 @@ void SandboxWorkspace::apply_branch(channel::AgentClient&, std::string view_id, 
   }
   request.name = branch.name;
   request.force = branch.force;
+  request.kept_out = base_.kept_out();
   std::shared_ptr<std::atomic<bool>> flag = stop ? stop->flag() : nullptr;
   with_view<review::BranchOutcome>(
       std::move(view_id), stop,

@@ -263,7 +263,8 @@ TEST_CASE("branch mode commits the changes on lockroom/<name> without touching t
   });
   CHECK(outcome.created);
   CHECK(outcome.ref_name == "refs/heads/lockroom/task-1");
-  CHECK(sh("git -C " + s.repo.dir.string() + " rev-parse lockroom/task-1^") == head);
+  REQUIRE(outcome.snapshot_commit);  // the workspace had uncommitted edits: a commit of their own, below the sandbox's
+  CHECK(sh("git -C " + s.repo.dir.string() + " rev-parse lockroom/task-1^^") == head);
   CHECK(sh("git -C " + s.repo.dir.string() + " show lockroom/task-1:agent.txt") == "from the agent\n");
   CHECK(sh("git -C " + s.repo.dir.string() + " rev-parse HEAD") == head);
   // The checkout is as it was, except the new ref in .git.

@@ -29,7 +29,8 @@ TEST_CASE("editor: branch mode commits without touching the checkout; workspace/
     CHECK(repo.worktree_fingerprint() == checkout);
   };
 
-  // --- branch mode, default name: the sandbox id, on the user's HEAD, without their uncommitted edit.
+  // --- branch mode, default name: the sandbox id. The workspace had an uncommitted edit and
+  // untracked files: they get a commit of their own on the user's HEAD, the sandbox's work one on top.
   // Apply names the view the editor reviewed.
   const json view = editor.result("changes/list", id).at("viewId");
   auto with = [&](json extra) {
@@ -44,10 +45,16 @@ TEST_CASE("editor: branch mode commits without touching the checkout; workspace/
   CHECK(saved.at("conflicts").empty());
   CHECK(saved.at("refused").empty());
   CHECK(repo.git("rev-parse " + ref) == saved.at("commit").get<std::string>() + "\n");
-  CHECK(repo.git("rev-parse " + ref + "^") == head);
+  REQUIRE(saved.contains("snapshotCommit"));
+  CHECK(repo.git("rev-parse " + ref + "^") == saved.at("snapshotCommit").get<std::string>() + "\n");
+  CHECK(repo.git("rev-parse " + ref + "^^") == head);
   CHECK(repo.git("show " + ref + ":agent.txt") == "agent\n");
   CHECK(repo.git("show " + ref + ":big.txt") == agent_big);
-  CHECK(repo.git("show " + ref + ":notes.txt") == "keep me\n");  // HEAD's, not the uncommitted edit
+  CHECK(repo.git("show " + ref + ":notes.txt") == "keep me\nuncommitted edit\n");  // the user's edit, not lost
+  // The tip is the sandbox's work alone; the user's uncommitted and untracked files are below it,
+  // without the secrets the snapshot withheld.
+  CHECK(repo.git("diff --name-only " + ref + "^ " + ref) == "agent.txt\nbig.txt\n");
+  CHECK(repo.git("diff --name-only " + ref + "^^ " + ref + "^") == "config/app.secret\nnotes.txt\n");
   checkout_untouched();
 
   // --- a chosen name and a selection; an existing branch needs force.

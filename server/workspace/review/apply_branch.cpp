@@ -44,21 +44,84 @@ Result<git_oid> selected_tree(git_repository* store, const git_oid& base_tree, c
   return out;
 }
 
-// Paths with conflicts in a merge index.
-Result<std::vector<std::string>> conflict_paths(git_index* index) {
-  git_index_conflict_iterator* raw = nullptr;
-  if (int rc = git_index_conflict_iterator_new(&raw, index); rc < 0) {
-    return git_failure(ErrorCode::kInternal, "cannot list the merge conflicts", rc);
+// HEAD's entries that a commit built on the snapshot must keep: every path the snapshot kept out
+// (withheld or skipped) that HEAD has, and every gitlink of HEAD (where the snapshot has the
+// submodule's files). `changed` paths (the sandbox's) are left to the sandbox.
+Result<std::vector<git_tree_update>> head_fixups(git_tree* head, const std::vector<std::string>& kept_out,
+                                                 const std::set<std::string>& changed, std::vector<std::string>& paths) {
+  std::vector<std::pair<std::string, const git_tree_entry*>> keep;
+  std::vector<GitPtr<git_tree_entry, git_tree_entry_free>> owned;
+  for (const std::string& path : kept_out) {
+    if (changed.count(path)) continue;
+    git_tree_entry* raw = nullptr;
+    if (git_tree_entry_bypath(&raw, head, path.c_str()) != 0) continue;
+    owned.emplace_back(raw);
+    if (git_tree_entry_type(raw) == GIT_OBJECT_TREE) continue;  // a withheld folder: its files are listed one by one
+    keep.emplace_back(path, raw);
   }
-  ConflictIteratorPtr iterator(raw);
-  std::set<std::string> paths;
-  const git_index_entry *ancestor = nullptr, *ours = nullptr, *theirs = nullptr;
-  while (git_index_conflict_next(&ancestor, &ours, &theirs, iterator.get()) == 0) {
-    for (const git_index_entry* entry : {ancestor, ours, theirs}) {
-      if (entry) paths.insert(entry->path);
+  struct Walk {
+    std::vector<std::pair<std::string, git_oid>> gitlinks;
+  } walk;
+  if (int rc = git_tree_walk(head, GIT_TREEWALK_PRE, [](const char* root, const git_tree_entry* entry, void* payload) -> int {
+        if (git_tree_entry_filemode(entry) != GIT_FILEMODE_COMMIT) return 0;
+        static_cast<Walk*>(payload)->gitlinks.emplace_back(std::string(root) + git_tree_entry_name(entry), *git_tree_entry_id(entry));
+        return 0;
+      }, &walk);
+      rc < 0)
+    return git_failure(ErrorCode::kInternal, "cannot list HEAD's submodules", rc);
+  paths.clear();
+  std::vector<git_tree_update> updates;
+  for (const auto& [path, entry] : keep) {
+    paths.push_back(path);
+    git_tree_update u{};
+    u.action = GIT_TREE_UPDATE_UPSERT;
+    u.id = *git_tree_entry_id(entry);
+    u.filemode = git_tree_entry_filemode(entry);
+    updates.push_back(u);
+  }
+  for (const auto& [path, id] : walk.gitlinks) {
+    paths.push_back(path);
+    git_tree_update u{};
+    u.action = GIT_TREE_UPDATE_UPSERT;
+    u.id = id;
+    u.filemode = GIT_FILEMODE_COMMIT;
+    updates.push_back(u);
+  }
+  for (std::size_t i = 0; i < updates.size(); ++i) updates[i].path = paths[i].c_str();
+  return updates;
+}
+
+// `tree` with `updates` applied, written to `repo`.
+Result<git_oid> updated_tree(git_repository* repo, const git_oid& tree, const std::vector<git_tree_update>& updates) {
+  if (updates.empty()) return tree;
+  git_tree* raw = nullptr;
+  if (int rc = git_tree_lookup(&raw, repo, &tree); rc < 0) return git_failure(ErrorCode::kInternal, "a tree to complete is not in the store", rc);
+  TreePtr owned(raw);
+  // libgit2 does not replace a folder by a gitlink in one step: such folders go first.
+  std::vector<git_tree_update> removals;
+  for (const git_tree_update& u : updates) {
+    git_tree_entry* found = nullptr;
+    if (u.filemode != GIT_FILEMODE_COMMIT || git_tree_entry_bypath(&found, owned.get(), u.path) != 0) continue;
+    if (git_tree_entry_type(found) == GIT_OBJECT_TREE) {
+      git_tree_update remove{};
+      remove.action = GIT_TREE_UPDATE_REMOVE;
+      remove.path = u.path;
+      removals.push_back(remove);
     }
+    git_tree_entry_free(found);
   }
-  return std::vector<std::string>(paths.begin(), paths.end());
+  git_oid start = tree;
+  if (!removals.empty()) {
+    if (int rc = git_tree_create_updated(&start, repo, owned.get(), removals.size(), removals.data()); rc < 0)
+      return git_failure(ErrorCode::kInternal, "cannot take the submodules' files out of the branch's tree", rc);
+    git_tree* raw_start = nullptr;
+    if (int rc = git_tree_lookup(&raw_start, repo, &start); rc < 0) return git_failure(ErrorCode::kInternal, "cannot read back a tree", rc);
+    owned.reset(raw_start);
+  }
+  git_oid out;
+  if (int rc = git_tree_create_updated(&out, repo, owned.get(), updates.size(), updates.data()); rc < 0)
+    return git_failure(ErrorCode::kInternal, "cannot put HEAD's kept-out files and submodules into the branch's tree", rc);
+  return out;
 }
 
 // The submodule of `head` that holds `path` (a gitlink at the path or at a folder above it), if any.
@@ -155,53 +218,60 @@ Result<BranchOutcome> apply_branch(git_repository* store, const git_oid& base_tr
   }
 
   git_oid final_tree = theirs;
+  git_oid snapshot_tree = base_tree;
+  bool snapshot_commit = false;
   if (parent) {
-    const git_oid* head_tree = git_commit_tree_id(parent.get());
-    if (!oid_equal(*head_tree, base_tree)) {
-      // The worktree differed from HEAD: carry only the sandbox's changes onto HEAD's tree.
-      if (auto copied = copy_tree_objects(repo.get(), store, *head_tree); !copied) return copied.error();
-      git_tree *raw_base = nullptr, *raw_head = nullptr, *raw_theirs = nullptr;
-      git_tree_lookup(&raw_base, store, &base_tree);
-      git_tree_lookup(&raw_head, store, head_tree);
-      git_tree_lookup(&raw_theirs, store, &theirs);
-      TreePtr ancestor_tree(raw_base), our_tree(raw_head), their_tree(raw_theirs);
-      if (!ancestor_tree || !our_tree || !their_tree) {
-        return make_error(ErrorCode::kInternal, "the trees to merge are not all in lockroom's store");
-      }
-      git_merge_options merge_options = GIT_MERGE_OPTIONS_INIT;
-      git_index* raw_index = nullptr;
-      if (int rc = git_merge_trees(&raw_index, store, ancestor_tree.get(), our_tree.get(), their_tree.get(), &merge_options);
-          rc < 0) {
-        return git_failure(ErrorCode::kInternal, "cannot merge the sandbox's changes onto HEAD", rc);
-      }
-      IndexPtr merged(raw_index);
-      if (git_index_has_conflicts(merged.get())) {
-        auto paths = conflict_paths(merged.get());
-        if (!paths) return paths.error();
-        outcome.conflicts = std::move(*paths);
-        return outcome;
-      }
-      if (int rc = git_index_write_tree_to(&final_tree, merged.get(), store); rc < 0) {
-        return git_failure(ErrorCode::kInternal, "cannot write the merged tree", rc);
-      }
-    }
+    const git_oid* head_tree_id = git_commit_tree_id(parent.get());
+    if (auto copied = copy_tree_objects(repo.get(), store, *head_tree_id); !copied) return copied.error();
+    git_tree* raw_head = nullptr;
+    if (int rc = git_tree_lookup(&raw_head, store, head_tree_id); rc < 0)
+      return git_failure(ErrorCode::kInternal, "HEAD's tree did not reach lockroom's store", rc);
+    TreePtr head_tree(raw_head);
+    std::set<std::string> changed;
+    for (const PlannedChange& c : resolved->changes) changed.insert(c.change.path), changed.insert(c.change.old_path);
+    std::vector<std::string> paths;
+    auto fixups = head_fixups(head_tree.get(), request.kept_out, changed, paths);
+    if (!fixups) return fixups.error();
+    auto snap = updated_tree(store, base_tree, *fixups);
+    if (!snap) return snap.error();
+    snapshot_tree = *snap;
+    auto tip = updated_tree(store, theirs, *fixups);
+    if (!tip) return tip.error();
+    final_tree = *tip;
+    snapshot_commit = !oid_equal(snapshot_tree, *head_tree_id);
   }
   outcome.tree = final_tree;
 
+  if (auto copied = copy_tree_objects(store, repo.get(), snapshot_tree); !copied) return copied.error();
   if (auto copied = copy_tree_objects(store, repo.get(), final_tree); !copied) return copied.error();
-  git_tree* raw_tree = nullptr;
-  if (int rc = git_tree_lookup(&raw_tree, repo.get(), &final_tree); rc < 0) {
-    return git_failure(ErrorCode::kInternal, "the branch's tree did not reach the repository", rc);
-  }
-  TreePtr tree(raw_tree);
   auto signature = signature_for(repo.get());
   if (!signature) return signature.error();
-  const git_commit* parents[1] = {parent.get()};
-  if (int rc = git_commit_create(&outcome.commit, repo.get(), nullptr, signature->get(), signature->get(), nullptr,
-                                 request.message.c_str(), tree.get(), parent ? 1 : 0, parents);
-      rc < 0) {
-    return git_failure(ErrorCode::kUnavailable, "cannot write the commit", rc);
+  auto commit = [&](const git_oid& tree_id, git_commit* on, const std::string& message) -> Result<git_oid> {
+    git_tree* raw_tree = nullptr;
+    if (int rc = git_tree_lookup(&raw_tree, repo.get(), &tree_id); rc < 0)
+      return git_failure(ErrorCode::kInternal, "the branch's tree did not reach the repository", rc);
+    TreePtr tree(raw_tree);
+    const git_commit* parents[1] = {on};
+    git_oid id;
+    if (int rc = git_commit_create(&id, repo.get(), nullptr, signature->get(), signature->get(), nullptr, message.c_str(), tree.get(),
+                                   on ? 1 : 0, parents);
+        rc < 0)
+      return git_failure(ErrorCode::kUnavailable, "cannot write the commit", rc);
+    return id;
+  };
+  CommitPtr below = std::move(parent);
+  if (snapshot_commit) {
+    auto id = commit(snapshot_tree, below.get(), request.snapshot_message);
+    if (!id) return id.error();
+    outcome.snapshot_commit = *id;
+    git_commit* raw_commit = nullptr;
+    if (int rc = git_commit_lookup(&raw_commit, repo.get(), &*id); rc < 0)
+      return git_failure(ErrorCode::kInternal, "the snapshot's commit cannot be read back", rc);
+    below.reset(raw_commit);
   }
+  auto tip = commit(final_tree, below.get(), request.message);
+  if (!tip) return tip.error();
+  outcome.commit = *tip;
   git_reference* created = nullptr;
   if (int rc = git_reference_create(&created, repo.get(), outcome.ref_name.c_str(), &outcome.commit, request.force ? 1 : 0,
                                     "lockroom: changes from a sandbox");

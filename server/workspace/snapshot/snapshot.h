@@ -55,6 +55,14 @@ struct SnapshotResult {
   std::vector<SkippedEntry> skipped;     // sockets, FIFOs, devices, unreadable entries, names lockroom
                                          // cannot take back from a guest: each with the reason
   SnapshotTimings timings;
+
+  // Every path the snapshot did not take from the worktree (withheld and skipped): a commit built
+  // on the snapshot keeps HEAD's version of these (review/apply_branch.h).
+  std::vector<std::string> kept_out() const {
+    std::vector<std::string> out = withheld;
+    for (const auto& s : skipped) out.push_back(s.path);
+    return out;
+  }
 };
 
 // Errors: kNotFound (workspace missing), kInvalidInput (bad pattern or snapshot id),

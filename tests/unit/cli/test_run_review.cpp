@@ -137,23 +137,23 @@ TEST_CASE("run --branch in a folder that is no git repository saves a patch inst
   CHECK(folder_files(copy) == files_map(agent_files()));
 }
 
-TEST_CASE("run --branch that conflicts with HEAD saves a patch instead", "[cli][review]") {
+TEST_CASE("run --branch on an uncommitted edit to the same lines: two commits, nothing lost", "[cli][review]") {
   ReviewWorld w;
-  // An uncommitted edit when the sandbox starts, on the line the agent then edits: HEAD's side
-  // and the agent's cannot both be in the branch.
+  // An uncommitted edit when the sandbox starts, on the line the agent then edits.
   w.write_host("README.md", "# demo\nline 2 uncommitted\nline 3\n");
   Files agent = with(base_files(), {{"README.md", "# demo\nline 2 from the agent\nline 3\n"},
                                                                  {"added.txt", "hello\n"}});
   w.agent_made(agent);
-  CHECK(w.review(Mode::kBranch, "review-me") == 1);
+  CHECK(w.review(Mode::kBranch, "review-me") == 0);
   INFO(w.printed());
-  CHECK(contains(w.printed(), "lockroom: the branch was not created: these files conflict with your HEAD: README.md\n"));
-  CHECK(sh("cd " + w.host.string() + " && git branch --list 'lockroom/*'") == "");
-  CHECK(fs::exists(w.fallback_patch()));
-  // The patch is against the snapshot: it applies to the worktree the sandbox started from.
-  CHECK(sh("cd " + w.host.string() + " && " + git_env(w.root.path()) + "git apply " + w.fallback_patch().string() + " 2>&1") == "");
-  CHECK(read_file(w.host / "README.md") == "# demo\nline 2 from the agent\nline 3\n");
-  CHECK(read_file(w.host / "added.txt") == "hello\n");
+  CHECK(contains(w.printed(), "lockroom: saved as lockroom/review-me"));
+  CHECK(contains(w.printed(), "holds your uncommitted and untracked files"));
+  std::string git = "cd " + w.host.string() + " && " + git_env(w.root.path()) + "git ";
+  CHECK(sh(git + "show lockroom/review-me:README.md") == "# demo\nline 2 from the agent\nline 3\n");
+  CHECK(sh(git + "show lockroom/review-me^:README.md") == "# demo\nline 2 uncommitted\nline 3\n");
+  CHECK(sh(git + "diff --name-only lockroom/review-me^ lockroom/review-me") == "README.md\nadded.txt\n");
+  CHECK(read_file(w.host / "README.md") == "# demo\nline 2 uncommitted\nline 3\n");  // the checkout is untouched
+  CHECK_FALSE(fs::exists(w.fallback_patch()));
 }
 
 TEST_CASE("run without a flag and without a terminal saves the changes as a patch", "[cli][review]") {

@@ -203,15 +203,15 @@ TEST_CASE("menu: a branch that cannot be made saves a patch and goes back to the
   CHECK(folder_files(copy) == files_map(agent_files()));
 }
 
-TEST_CASE("menu: a conflicting branch goes back to the menu, where apply all still works", "[cli][review][menu]") {
+TEST_CASE("menu: a [b]ranch on an uncommitted edit to the same lines is saved, the checkout untouched", "[cli][review][menu]") {
   ReviewWorld w;
   w.write_host("README.md", "# demo\nline 2 uncommitted\nline 3\n");
   w.agent_made(with(base_files(), {{"README.md", "# demo\nline 2 from the agent\nline 3\n"}}));
-  CHECK(menu_with(w, "b\na\n") == 0);
+  CHECK(menu_with(w, "b\n") == 0);
   INFO(w.printed());
-  CHECK(contains(w.printed(), "conflict with your HEAD: README.md\n"));
-  CHECK(count_of(w.printed(), kMenu) == 2);
-  CHECK(read_file(w.host / "README.md") == "# demo\nline 2 from the agent\nline 3\n");
+  CHECK(contains(w.printed(), "lockroom: saved as lockroom/"));
+  CHECK(count_of(w.printed(), kMenu) == 1);
+  CHECK(read_file(w.host / "README.md") == "# demo\nline 2 uncommitted\nline 3\n");
 }
 
 TEST_CASE("menu: save a [p]atch, and [d]iscard", "[cli][review][menu]") {

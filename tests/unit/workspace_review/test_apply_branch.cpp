@@ -140,7 +140,7 @@ TEST_CASE("branch: commits the result on the snapshot's HEAD without touching HE
   CHECK(u.fingerprint() == before);
 }
 
-TEST_CASE("branch: uncommitted edits in the snapshot stay out of the branch (three-way tree merge)", "[apply_branch]") {
+TEST_CASE("branch: uncommitted edits and untracked files get a commit of their own below the sandbox's", "[apply_branch]") {
   UserRepo u({{"a.txt", "a as committed\n"}, {"b.txt", numbered_lines(10)}});
   // The worktree, and so the snapshot, has an uncommitted edit and an untracked file.
   Files worktree = with(u.committed, {{"a.txt", "a with an uncommitted edit\n"}, {"untracked.txt", "scratch\n"}});
@@ -149,27 +149,60 @@ TEST_CASE("branch: uncommitted edits in the snapshot stay out of the branch (thr
   git_oid result = tree_of(u.store.get(), with(worktree, {{"b.txt", numbered_lines(12)}}));
   std::string before = u.fingerprint();
 
-  auto outcome = u.branch(base, result, "merge");
+  auto outcome = u.branch(base, result, "two-commits");
   REQUIRE(outcome.ok());
   REQUIRE(outcome->created);
+  REQUIRE(outcome->snapshot_commit);
+  // The tip: the sandbox's work on top of the snapshot; nothing of the user's is lost.
+  CHECK(oid_hex(outcome->tree) == oid_hex(result));
   CHECK(u.file_in(outcome->commit, "b.txt") == numbered_lines(12));
-  CHECK(u.file_in(outcome->commit, "a.txt") == "a as committed\n");
-  CHECK(u.file_in(outcome->commit, "untracked.txt") == "<absent>");
-  CHECK(oid_hex(*git_commit_parent_id(u.commit(outcome->commit).get(), 0)) == oid_hex(u.head));
+  CHECK(u.file_in(outcome->commit, "a.txt") == "a with an uncommitted edit\n");
+  CHECK(u.file_in(outcome->commit, "untracked.txt") == "scratch\n");
+  // Below it: the workspace as snapshotted, on HEAD.
+  CommitPtr tip = u.commit(outcome->commit);
+  CHECK(oid_hex(*git_commit_parent_id(tip.get(), 0)) == oid_hex(*outcome->snapshot_commit));
+  CommitPtr snapshot = u.commit(*outcome->snapshot_commit);
+  CHECK(oid_hex(*git_commit_tree_id(snapshot.get())) == oid_hex(base));
+  CHECK(oid_hex(*git_commit_parent_id(snapshot.get(), 0)) == oid_hex(u.head));
+  CHECK(u.file_in(*outcome->snapshot_commit, "b.txt") == numbered_lines(10));
   CHECK(u.fingerprint() == before);
 }
 
-TEST_CASE("branch: a change that overlaps an uncommitted edit is a conflict and creates nothing", "[apply_branch]") {
+TEST_CASE("branch: a change on top of an uncommitted edit to the same lines does not conflict", "[apply_branch]") {
   UserRepo u({{"a.txt", "committed\n"}, {"b.txt", "b\n"}});
   Files worktree = with(u.committed, {{"a.txt", "uncommitted\n"}});
   git_oid base = tree_of(u.store.get(), worktree);
   git_oid result = tree_of(u.store.get(), with(worktree, {{"a.txt", "uncommitted, then the sandbox\n"}, {"b.txt", "b2\n"}}));
-  auto outcome = u.branch(base, result, "conflicted");
+  auto outcome = u.branch(base, result, "same-lines");
   REQUIRE(outcome.ok());
-  CHECK_FALSE(outcome->created);
-  CHECK(outcome->conflicts == std::vector<std::string>{"a.txt"});
-  git_reference* raw = nullptr;
-  CHECK(git_reference_lookup(&raw, u.repo.get(), "refs/heads/lockroom/conflicted") == GIT_ENOTFOUND);
+  CHECK(outcome->created);
+  CHECK(outcome->conflicts.empty());
+  REQUIRE(outcome->snapshot_commit);
+  CHECK(u.file_in(*outcome->snapshot_commit, "a.txt") == "uncommitted\n");
+  CHECK(u.file_in(outcome->commit, "a.txt") == "uncommitted, then the sandbox\n");
+  CHECK(u.file_in(outcome->commit, "b.txt") == "b2\n");
+}
+
+TEST_CASE("branch: files the snapshot kept out keep HEAD's version; no snapshot commit when it matched HEAD", "[apply_branch]") {
+  UserRepo u({{"a.txt", "a\n"}, {".env", "TOKEN=committed-by-mistake\n"}});
+  // The snapshot withheld .env (a secret), so the base has no .env although HEAD tracks it.
+  Files snapshot;
+  for (const FileSpec& f : u.committed)
+    if (f.path != ".env") snapshot.push_back(f);
+  git_oid base = tree_of(u.store.get(), snapshot);
+  git_oid result = tree_of(u.store.get(), with(snapshot, {{"a.txt", "a2\n"}}));
+  BranchRequest request;
+  request.repo_path = u.work;
+  request.head_at_snapshot = u.head;
+  request.name = "kept";
+  request.kept_out = {".env"};
+  auto outcome = apply_branch(u.store.get(), base, result, Selection::all(), request);
+  REQUIRE(outcome.ok());
+  REQUIRE(outcome->created);
+  CHECK_FALSE(outcome->snapshot_commit);  // with .env put back, the snapshot is HEAD's tree
+  CHECK(u.file_in(outcome->commit, ".env") == "TOKEN=committed-by-mistake\n");
+  CHECK(u.file_in(outcome->commit, "a.txt") == "a2\n");
+  CHECK(oid_hex(*git_commit_parent_id(u.commit(outcome->commit).get(), 0)) == oid_hex(u.head));
 }
 
 TEST_CASE("branch: a selection commits only the chosen files and hunks", "[apply_branch]") {
@@ -285,6 +318,7 @@ TEST_CASE("branch: changes inside a submodule stay out, the rest is committed", 
   git_oid result = tree_of(u.store.get(), with(snapshot, {{"a.txt", "a, edited\n"}, {"sub/f.c", "int f = 1;\n"}}));
 
   auto outcome = u.branch(base, result, "with-sub");
+  INFO((outcome.ok() ? std::string() : outcome.error().message));
   REQUIRE(outcome.ok());
   REQUIRE(outcome->created);
   CHECK(outcome->conflicts.empty());
