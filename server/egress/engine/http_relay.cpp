@@ -140,6 +140,7 @@ void HttpRelay::process() {
     in_.erase(0, fed.consumed);
     return begin_request();
   }
+  if (phase_ == Phase::kScreen) return screen_body();
   if (phase_ == Phase::kExchange && !request_done_) pump_request_body();
 }
 
@@ -199,8 +200,62 @@ void HttpRelay::gated(const GateResult& decision) {
   head_ = std::move(injected->head);
   record_.secrets = injected->injected;
   body_scanner_.reset();
+  screened_.clear();
+  screened_done_ = false;
   if (!sentinels_.empty() && head_.body != BodyFraming::kNone) body_scanner_.emplace(sentinels_);
+  bool could_leak = false;
+  for (const Secret& secret : core_.secrets()) could_leak = could_leak || !secret.scoped_to(head_.host);
+  if (body_scanner_ && could_leak) {
+    if (head_.body == BodyFraming::kContentLength && head_.content_length > kMaxScreenedBody)
+      return refuse(413, screen_limit_text(where), "deny", decision.rule, "request body over the screening bound");
+    phase_ = Phase::kScreen;
+    deadline_.arm(core_.options().idle_timeout, [this] {
+      if (stopped_ || phase_ != Phase::kScreen) return;
+      refuse(408, "lockroom: the request body did not arrive within " + duration_text(core_.options().idle_timeout), "deny",
+             record_.rule, "request body timeout");
+    });
+    session_.client().pause_reading(false);
+    return screen_body();
+  }
+  connect_upstream();
+}
 
+void HttpRelay::screen_body() {
+  if (stopped_ || phase_ != Phase::kScreen || in_.empty()) return;
+  std::string astray;
+  FeedResult fed = request_.feed_body(in_, [&](std::string_view body) {
+    if (astray.empty()) astray = sentinel_outside_scope(body_scanner_->feed(body));
+  });
+  if (fed.state == ParseState::kError) {
+    const std::string& why = request_.error().message;
+    return refuse(400, "lockroom: cannot read this request's body: " + why, "deny", record_.rule, why);
+  }
+  if (fed.state == ParseState::kComplete && astray.empty()) astray = sentinel_outside_scope(body_scanner_->finish());
+  if (!astray.empty()) {
+    std::string reason = "sentinel of secret " + astray + " sent to host " + head_.host.name +
+                         ", which is not one of its hosts (in the request body)";
+    return refuse(403, "lockroom: blocked: " + reason, "block", record_.rule, "exfiltration: " + reason);
+  }
+  screened_.append(in_, 0, fed.consumed);
+  in_.erase(0, fed.consumed);
+  if (screened_.size() > kMaxScreenedBody)
+    return refuse(413, screen_limit_text(host_port_text(head_.host.url_host(), head_.port)), "deny", record_.rule,
+                  "request body over the screening bound");
+  if (fed.state != ParseState::kComplete) return;
+  session_.client().pause_reading(true);  // the next request waits for this response
+  body_scanner_.reset();
+  screened_done_ = true;
+  connect_upstream();
+}
+
+std::string HttpRelay::screen_limit_text(const std::string& where) const {
+  return "lockroom: request bodies to " + where + " are read whole and checked for secrets' sentinels before they are sent " +
+         "(this sandbox has secrets that must not go there); this one is over the " + std::to_string(kMaxScreenedBody >> 20) +
+         " MiB that lockroom holds for that";
+}
+
+void HttpRelay::connect_upstream() {
+  std::string where = host_port_text(head_.host.url_host(), head_.port);
   std::string key = std::string(scheme_name(head_.scheme)) + "://" + where;
   if (tunnel_) key = "tunnel";
   if (upstream_ && upstream_key_ == key && upstream_reusable_) return send_head();
@@ -267,6 +322,14 @@ void HttpRelay::send_head() {
   std::string out = serialize_request_for_upstream(head_);
   record_.bytes_up += out.size();
   upstream_->write(out);
+  if (screened_done_) {  // the body is here already, checked: it follows the head at once
+    record_.bytes_up += screened_.size();
+    upstream_->write(screened_);
+    session_.note_buffered(upstream_->buffered());
+    screened_.clear();
+    request_done_ = true;
+    return;
+  }
   if (!request_done_) {
     session_.client().pause_reading(false);
     pump_request_body();

@@ -10,8 +10,11 @@
 //
 // Per request: secrets are put into the head (inject_secrets) and a sentinel headed for a host
 // outside its secret's scope blocks the request (403, audited "block" as exfiltration) — in the
-// head or in the body (SentinelScanner over the de-chunked body; a piece holding a sentinel is
-// never forwarded). The body is relayed as it came; the response head is re-serialised without
+// head or in the body (SentinelScanner over the de-chunked body). A body that could carry a
+// sentinel astray (the sandbox has a secret not scoped to this host) is *screened*: read whole
+// and scanned before anything of the request — head included — goes upstream, so a blocked
+// request is never seen starting by the other host; such bodies are bounded (kMaxScreenedBody,
+// 413 past it). Other bodies are relayed as they come; the response head is re-serialised without
 // hop-by-hop headers and its body relayed as it came. Backpressure both ways: reading one side
 // pauses while the other side's buffer is above its mark. The guest's next request is read only
 // after the response ended (a pipelined request waits in a bounded buffer).
@@ -64,11 +67,13 @@ class HttpRelay {
   void cut(const std::string& reason);
 
  private:
-  enum class Phase { kHead, kGate, kConnecting, kExchange, kDone };
+  enum class Phase { kHead, kGate, kScreen, kConnecting, kExchange, kDone };
 
   void process();
   void begin_request();
   void gated(const GateResult& decision);
+  void screen_body();       // kScreen: holds and scans the body; connects once it is whole and clean
+  void connect_upstream();  // after the gate (and the screen): reuse or open the upstream, then send
   void connected(Result<std::unique_ptr<tls::UpstreamConnection>> result);
   void use_upstream(std::unique_ptr<tls::UpstreamConnection> connection);
   void send_head();
@@ -90,6 +95,7 @@ class HttpRelay {
   bool write_client(std::string_view bytes);
   RequestHeadParser new_request_parser() const;
   std::string sentinel_outside_scope(const std::vector<SentinelMatch>& matches) const;
+  std::string screen_limit_text(const std::string& where) const;
 
   Session& session_;
   ProxyCore& core_;
@@ -100,6 +106,8 @@ class HttpRelay {
   std::optional<ResponseHeadParser> response_;
   RequestHead head_;
   std::optional<SentinelScanner> body_scanner_;
+  std::string screened_;        // a screened body, whole, waiting for the upstream
+  bool screened_done_ = false;  // the current request's body was screened: send screened_ after the head
   std::vector<std::string> sentinels_;
   std::unique_ptr<Side> upstream_;
   std::string upstream_key_;

@@ -21,6 +21,11 @@
 
 namespace lockroom::egress {
 
+// The most of a request body the proxy holds to screen it for sentinels before anything of the
+// request is sent (a body to a host outside some secret's scope; engine/http_relay.h). Larger
+// bodies to such hosts are refused (413).
+inline constexpr std::size_t kMaxScreenedBody = std::size_t(8) << 20;
+
 inline constexpr std::string_view kSentinelPrefix = "LOCKROOM_SECRET_";
 constexpr std::size_t kMaxSecretNameLength = 64;
 
