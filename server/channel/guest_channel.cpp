@@ -40,7 +40,9 @@ Result<void> GuestChannel::start(int fd, Ready ready, Failed on_failed) {
   on_failed_ = std::move(on_failed);
   auto started = socket_.start(fd, SocketStream::Callbacks{
       [this](std::string_view bytes) { on_bytes(bytes); },
-      [this](const std::string& why) { fail(why); },
+      // The socket closing is how a guest ends (destroyed, killed, crashed): whoever owns the
+      // sandbox reports why; only a channel the guest broke is worth a warning of its own.
+      [this](const std::string& why) { fail(why, spdlog::level::debug); },
   });
   if (!started) return started;
   wire::HelloParams hello;
@@ -378,11 +380,11 @@ void GuestChannel::fail_streams(const std::string& reason) {
   }
 }
 
-void GuestChannel::fail(const std::string& reason) {
+void GuestChannel::fail(const std::string& reason, spdlog::level::level_enum severity) {
   if (failed_ || closing_) return;
   failed_ = true;
   failure_ = reason;
-  spdlog::warn("guest channel failed: {}", reason);
+  spdlog::log(severity, "guest channel failed: {}", reason);
   socket_.stop_reading();
   auto alive = alive_;
   outstanding_.clear();

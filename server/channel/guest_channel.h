@@ -28,6 +28,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <spdlog/common.h>
+
 #include <uv.h>
 
 #include "protocol/channel/frame.h"
@@ -109,7 +111,7 @@ class GuestChannel {
 
   // --- failure and shutdown
   // Fails the channel (for the layer above: a reply that makes no sense). Idempotent.
-  void fail(const std::string& reason);
+  void fail(const std::string& reason, spdlog::level::level_enum severity = spdlog::level::warn);
   bool failed() const { return failed_; }
   bool ready() const { return session_.established(); }
   const std::string& failure() const { return failure_; }

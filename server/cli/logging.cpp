@@ -29,4 +29,10 @@ Result<void> setup_logging(const LogOptions& options) {
   return {};
 }
 
+void hold_terminal_logging(bool hold) {
+  auto logger = spdlog::default_logger();
+  if (!logger || logger->sinks().empty()) return;
+  logger->sinks().front()->set_level(hold ? spdlog::level::warn : spdlog::level::trace);  // the first sink is stderr
+}
+
 }  // namespace lockroom::cli

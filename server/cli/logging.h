@@ -16,4 +16,9 @@ struct LogOptions {
 
 Result<void> setup_logging(const LogOptions& options);
 
+// While a command owns the terminal (`lockroom run`), lockroom's own info and debug lines stay out
+// of it: the stderr sink passes only warnings and errors until released. A --log-file still gets
+// every line.
+void hold_terminal_logging(bool hold);
+
 }  // namespace lockroom::cli
