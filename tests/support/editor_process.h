@@ -26,11 +26,17 @@ class EditorProcess {
 
   explicit EditorProcess(const std::vector<std::string>& argv) : child_(argv) {}
 
-  // The whole reply to `method` (REQUIREs that it came within `timeout`).
-  json ask(const std::string& method, const json& params, std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  // Sends a request without waiting for its reply; returns its id.
+  int send_request(const std::string& method, const json& params) {
     int id = next_id_++;
     methods_by_id_[id] = method;
     send(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
+    return id;
+  }
+
+  // The whole reply to `method` (REQUIREs that it came within `timeout`).
+  json ask(const std::string& method, const json& params, std::chrono::seconds timeout = std::chrono::seconds(120)) {
+    int id = send_request(method, params);
     bool got = pump_until([&] { return replies_.count(id) != 0; }, timeout);
     INFO(method << " " << params.dump() << " got no reply; stderr: " << child_.stderr_text());
     REQUIRE(got);
@@ -79,6 +85,7 @@ class EditorProcess {
     return child_.exit_code();
   }
   const std::string& stderr_text() const { return child_.stderr_text(); }
+  pid_t pid() const { return child_.pid(); }
 
   std::vector<json> notifications;
 

@@ -40,6 +40,7 @@ class Child {
   // "exit code N" or "killed by signal N"; exit_code() is -1 unless it exited normally.
   std::string describe_status() const;
   int exit_code() const;
+  pid_t pid() const { return pid_; }
 
  private:
   void reap();
