@@ -173,7 +173,7 @@ Outcome FileService::write(const json& params) {
   auto parsed = channel::parse_file_write_params(params);
   if (!parsed) return invalid_params(parsed.error());
   // Created, opened and its mode set as the user it is written for; the bytes go to the open file.
-  ActAs as(parsed->user ? guest_user(parsed->user) : default_user());
+  ActAs as(guest_user(parsed->user));
   if (parsed->mkdirs)
     if (auto error = make_parents(parsed->path)) return *error;
   struct stat st{};

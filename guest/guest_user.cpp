@@ -15,7 +15,8 @@ void enable_user_switching() { switching = true; }
 bool user_switching() { return switching; }
 
 const GuestUser& guest_user(const std::optional<std::string>& name) {
-  return name && *name == kRootUser.name ? kRootUser : kAgentUser;
+  if (!name) return default_user();
+  return *name == kRootUser.name ? kRootUser : kAgentUser;
 }
 
 const GuestUser& default_user() { return switching ? kAgentUser : kRootUser; }

@@ -30,8 +30,8 @@ inline constexpr GuestUser kRootUser{0, 0, "root", "/root"};
 void enable_user_switching();
 bool user_switching();
 
-// The user a request names: absent or "agent" -> kAgentUser, "root" -> kRootUser. Names are
-// checked by the channel's parsers; anything else is the agent user.
+// The user a request names: "agent" -> kAgentUser, "root" -> kRootUser, absent -> default_user().
+// Names are checked by the channel's parsers; anything else is the agent user.
 const GuestUser& guest_user(const std::optional<std::string>& name);
 
 // The user programs run as when a request does not say: kAgentUser when switching, else the

@@ -23,7 +23,7 @@ std::vector<std::string> ProcessTable::environment(const channel::ProcessStartPa
     std::erase_if(env, [&](const std::string& e) { return e.size() > name.size() && e[name.size()] == '=' && e.compare(0, name.size(), name) == 0; });
   };
   // The user's own HOME, USER and LOGNAME (the session's or the request's win over them).
-  const GuestUser& user = params.user ? guest_user(params.user) : default_user();
+  const GuestUser& user = guest_user(params.user);
   if (user_switching()) {
     for (const char* name : {"HOME", "USER", "LOGNAME"}) unset(name);
     env.push_back(std::string("HOME=") + user.home);
@@ -78,7 +78,7 @@ Outcome ProcessTable::start(const json& params) {
   }
   request.max_processes = place.rlimit;
   request.cgroup_procs_fd = place.procs_fd;
-  request.user = parsed->user ? guest_user(parsed->user) : default_user();
+  request.user = guest_user(parsed->user);
   auto spawned = spawn_process(request);
   limits_.placed(place);
   if (auto* error = std::get_if<RpcError>(&spawned)) {

@@ -219,7 +219,7 @@ Result<BranchOutcome> apply_branch(git_repository* store, const git_oid& base_tr
 
   git_oid final_tree = theirs;
   git_oid snapshot_tree = base_tree;
-  bool snapshot_commit = false;
+  bool needs_snapshot_commit = false;
   if (parent) {
     const git_oid* head_tree_id = git_commit_tree_id(parent.get());
     if (auto copied = copy_tree_objects(repo.get(), store, *head_tree_id); !copied) return copied.error();
@@ -228,7 +228,10 @@ Result<BranchOutcome> apply_branch(git_repository* store, const git_oid& base_tr
       return git_failure(ErrorCode::kInternal, "HEAD's tree did not reach lockroom's store", rc);
     TreePtr head_tree(raw_head);
     std::set<std::string> changed;
-    for (const PlannedChange& c : resolved->changes) changed.insert(c.change.path), changed.insert(c.change.old_path);
+    for (const PlannedChange& c : resolved->changes) {
+      changed.insert(c.change.path);
+      changed.insert(c.change.old_path);
+    }
     std::vector<std::string> paths;
     auto fixups = head_fixups(head_tree.get(), request.kept_out, changed, paths);
     if (!fixups) return fixups.error();
@@ -238,11 +241,12 @@ Result<BranchOutcome> apply_branch(git_repository* store, const git_oid& base_tr
     auto tip = updated_tree(store, theirs, *fixups);
     if (!tip) return tip.error();
     final_tree = *tip;
-    snapshot_commit = !oid_equal(snapshot_tree, *head_tree_id);
+    needs_snapshot_commit = !oid_equal(snapshot_tree, *head_tree_id);
   }
   outcome.tree = final_tree;
 
-  if (auto copied = copy_tree_objects(store, repo.get(), snapshot_tree); !copied) return copied.error();
+  if (needs_snapshot_commit)
+    if (auto copied = copy_tree_objects(store, repo.get(), snapshot_tree); !copied) return copied.error();
   if (auto copied = copy_tree_objects(store, repo.get(), final_tree); !copied) return copied.error();
   auto signature = signature_for(repo.get());
   if (!signature) return signature.error();
@@ -260,7 +264,7 @@ Result<BranchOutcome> apply_branch(git_repository* store, const git_oid& base_tr
     return id;
   };
   CommitPtr below = std::move(parent);
-  if (snapshot_commit) {
+  if (needs_snapshot_commit) {
     auto id = commit(snapshot_tree, below.get(), request.snapshot_message);
     if (!id) return id.error();
     outcome.snapshot_commit = *id;
