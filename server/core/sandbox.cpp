@@ -103,7 +103,18 @@ struct Sandbox::Process {
   bool over_limit = false;
   OutputTextEncoder encoders[3];
   OutputTextEncoder& encoder(OutputStream s) { return encoders[static_cast<int>(s)]; }
+  // The starter's answer until process.start answers; whoever answers first (the agent's reply,
+  // or the sandbox ending meanwhile) takes it.
+  std::shared_ptr<std::function<void(Result<void>)>> start_done;
 };
+
+namespace {
+void answer_start(const std::shared_ptr<std::function<void(Result<void>)>>& pending, Result<void> result) {
+  if (!pending || !*pending) return;
+  auto done = std::exchange(*pending, nullptr);
+  done(std::move(result));
+}
+}  // namespace
 
 Sandbox::Sandbox(uv_loop_t* loop, std::string id, Resources limits, std::map<std::string, std::string> env, SandboxEvents& events)
     : loop_(loop), id_(std::move(id)), limits_(limits), env_(std::move(env)), events_(events) {}
@@ -212,6 +223,8 @@ void Sandbox::start_process(const std::string& process_id, const ProcessSpec& sp
   auto& proc = processes_[process_id];
   proc = std::make_unique<Process>();
   proc->pty = spec.pty.has_value();
+  auto pending = std::make_shared<std::function<void(Result<void>)>>(std::move(done));
+  proc->start_done = pending;
   // Terminals and pipes alike start where the work is: the workspace, when there is one.
   std::optional<std::string> cwd = spec.cwd;
   if (!cwd) cwd = workspace_ ? SandboxWorkspace::kGuestPath : spec.root ? "/root" : "/home/agent";
@@ -245,18 +258,18 @@ void Sandbox::start_process(const std::string& process_id, const ProcessSpec& sp
     if (!p) return;
     on_exit(process_id, ProcessExit{exited.exit_code, exited.signal, p->over_limit ? ProcessEndReason::kOutputLimit : ProcessEndReason::kNone});
   };
-  link_->agent().start_process(params, std::move(events), [this, alive, process_id, done](Result<wire::ProcessStartResult> r) {
-    if (!*alive) return;
+  link_->agent().start_process(params, std::move(events), [this, alive, process_id, pending](Result<wire::ProcessStartResult> r) {
+    if (!*alive) return answer_start(pending, make_error(ErrorCode::kWrongState, "the sandbox ended before process " + process_id + " started"));
     Process* p = find(process_id);
     if (!r) {
       processes_.erase(process_id);
-      return done(r.error());
+      return answer_start(pending, r.error());
     }
     if (p) {
       p->pid = r->pid;
       if (p->paused && link_) link_->agent().pause_output(p->pid, true);
     }
-    done({});
+    answer_start(pending, {});
   });
 }
 
@@ -408,8 +421,19 @@ void Sandbox::wind_down(StopReason reason, const std::string& message) {
   close_handle(lifetime_);
   close_handle(health_);
   close_handle(channel_grace_);
-  // Every process gets its exit, then the channel goes; QEMU last.
+  // Every process gets its exit, then the channel goes; QEMU last. A process whose start is
+  // still unanswered gets no exit: its start answers an error instead (start_process).
   changes_.reset();
+  for (auto it = processes_.begin(); it != processes_.end();) {
+    if (it->second->pid != 0) {
+      ++it;
+      continue;
+    }
+    auto pending = it->second->start_done;
+    std::string process_id = it->first;
+    it = processes_.erase(it);
+    answer_start(pending, make_error(ErrorCode::kWrongState, "the sandbox ended before process " + process_id + " started"));
+  }
   while (!processes_.empty())
     finish_process(processes_.begin()->first, ProcessExit{std::nullopt, SIGKILL, ProcessEndReason::kSandboxGone});
   network_.reset();    // resets every guest connection

@@ -175,6 +175,27 @@ TEST_CASE("QEMU killed from outside: the sandbox fails with guestCrashed and its
   CHECK(w.events.exits[p].reason == core::ProcessEndReason::kSandboxGone);
 }
 
+TEST_CASE("a start raced by a destroy is answered: an error and no exit, or its id and one exit", "[sandbox][faults]") {
+  World& w = world();
+  for (int round = 0; round < 3; ++round) {
+    std::string sb = w.create();
+    std::optional<Result<std::string>> started;
+    bool destroyed = false;
+    std::size_t exits_before = w.events.exits.size();
+    w.manager->start_process(sb, core::ProcessSpec{{"sleep", "600"}, std::nullopt, {}, std::nullopt},
+                             [&](Result<std::string> r) { started = std::move(r); });
+    w.manager->destroy(sb, [&](Result<void>) { destroyed = true; });
+    w.run_until([&] { return started.has_value() && destroyed; }, 60s);
+    if (started->ok()) {
+      CHECK(w.events.exits.count(**started) == 1);  // its id, then its one exit
+    } else {
+      INFO(started->error().message);
+      CHECK(started->error().code == ErrorCode::kWrongState);
+      CHECK(w.events.exits.size() == exits_before);  // no exit for an id the editor never got
+    }
+  }
+}
+
 TEST_CASE("shutdown ends every sandbox and leaves no handles", "[sandbox]") {
   World& w = world();
   std::string sb = w.create();
@@ -186,3 +207,4 @@ TEST_CASE("shutdown ends every sandbox and leaves no handles", "[sandbox]") {
   uv_run(&w.loop, UV_RUN_DEFAULT);
   CHECK(uv_loop_close(&w.loop) == 0);
 }
+
