@@ -193,15 +193,23 @@ TEST_CASE("a connect error is a 502 naming the address", "[proxy][http]") {
   CHECK(harness.close_all() == 0);
 }
 
-TEST_CASE("a sentinel sent to a host outside its secret's scope is blocked and audited", "[proxy][http][secrets]") {
-  auto server = HttpTestServer::start();
-  REQUIRE(server);
+namespace {
+// Loopback allowed, and one secret, api_token, scoped to api.example.com only: its sentinel
+// sent to 127.0.0.1 is astray.
+ProxyOptions options_with_api_token() {
   ProxyOptions options = options_allowing_loopback();
   auto secrets = parse_secrets(json::parse(R"([{"name":"api_token","from":{"env":"UNUSED"},"hosts":["api.example.com"]}])"));
   REQUIRE(secrets.ok());
   options.secrets = secrets.value();
   options.secret_values = {{"api_token", "real-value-123"}};
-  ProxyHarness harness(std::move(options));
+  return options;
+}
+}  // namespace
+
+TEST_CASE("a sentinel sent to a host outside its secret's scope is blocked and audited", "[proxy][http][secrets]") {
+  auto server = HttpTestServer::start();
+  REQUIRE(server);
+  ProxyHarness harness(options_with_api_token());
   HttpAnswer in_header, in_body;
   harness.run_http([&](int fd) {
     send_all(fd, get(server->port(), "/steal", "127.0.0.1", "X-Token: LOCKROOM_SECRET_API_TOKEN\r\n"));
@@ -232,12 +240,7 @@ TEST_CASE("a sentinel sent to a host outside its secret's scope is blocked and a
 TEST_CASE("bodies to a host outside a secret's scope are screened whole: a clean one arrives intact, a big one is refused", "[proxy][http][secrets]") {
   auto server = HttpTestServer::start();
   REQUIRE(server);
-  ProxyOptions options = options_allowing_loopback();
-  auto secrets = parse_secrets(json::parse(R"([{"name":"api_token","from":{"env":"UNUSED"},"hosts":["api.example.com"]}])"));
-  REQUIRE(secrets.ok());
-  options.secrets = secrets.value();
-  options.secret_values = {{"api_token", "real-value-123"}};
-  ProxyHarness harness(std::move(options));
+  ProxyHarness harness(options_with_api_token());
   std::string url = "http://127.0.0.1:" + std::to_string(server->port()) + "/upload";
   HttpAnswer chunked, too_big;
   // A chunked body in pieces, a sentinel's prefix split across them: held until it ended, then

@@ -28,6 +28,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import static dev.lockroom.gen.JavaNames.*;
 
 public final class GenerateProtocol {
   static final String kPackage = "dev.lockroom.protocol";
@@ -36,12 +37,6 @@ public final class GenerateProtocol {
   static final Set<String> kDocKeywords = Set.of("description", "title", "$comment", "default", "deprecated", "examples");
   static final Set<String> kBoundKeywords = Set.of("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems",
       "pattern");
-  static final Set<String> kJavaKeywords = Set.of("abstract", "assert", "boolean", "break", "byte", "case", "catch",
-      "char", "class", "const", "continue", "default", "do", "double", "else", "enum", "extends", "final", "finally",
-      "float", "for", "goto", "if", "implements", "import", "instanceof", "int", "interface", "long", "native", "new",
-      "package", "private", "protected", "public", "return", "short", "static", "strictfp", "super", "switch",
-      "synchronized", "this", "throw", "throws", "transient", "try", "void", "volatile", "while", "record", "var",
-      "yield", "true", "false", "null");
 
   final JsonObject defs;
   final Map<String, String> aliasCache = new TreeMap<>();
@@ -286,63 +281,6 @@ public final class GenerateProtocol {
     return t;
   }
 
-  static String boxed(String t) {
-    switch (t) {
-      case "long":
-        return "Long";
-      case "double":
-        return "Double";
-      case "boolean":
-        return "Boolean";
-      default:
-        return t;
-    }
-  }
-
-  static String singular(String hint) {
-    if (hint.endsWith("ies")) return hint.substring(0, hint.length() - 3) + "y";
-    if (hint.endsWith("sses") || hint.endsWith("xes") || hint.endsWith("ches") || hint.endsWith("shes"))
-      return hint.substring(0, hint.length() - 2);
-    if (hint.endsWith("s") && !hint.endsWith("ss")) return hint.substring(0, hint.length() - 1);
-    return hint + "Item";
-  }
-
-  static String capitalize(String s) {
-    return Character.toUpperCase(s.charAt(0)) + s.substring(1);
-  }
-
-  static String identifier(String property) {
-    String id = property.replaceAll("[^A-Za-z0-9_]", "_");
-    if (Character.isDigit(id.charAt(0))) id = "_" + id;
-    return kJavaKeywords.contains(id) ? id + "_" : id;
-  }
-
-  static String constant(String value) {
-    switch (value) {
-      case " ": return "CONTEXT";
-      case "+": return "ADDED";
-      case "-": return "REMOVED";
-      case "=": return "CONTEXT_EOFNL";
-      case ">": return "ADD_EOFNL";
-      case "<": return "DEL_EOFNL";
-      default: break;
-    }
-    String snake = value.replaceAll("([a-z0-9])([A-Z])", "$1_$2").replaceAll("[^A-Za-z0-9]+", "_").toUpperCase();
-    if (snake.isEmpty() || Character.isDigit(snake.charAt(0))) snake = "V_" + snake;
-    return snake;
-  }
-
-  static String quote(String s) {
-    StringBuilder b = new StringBuilder("\"");
-    for (char c : s.toCharArray()) {
-      if (c == '"' || c == '\\') b.append('\\').append(c);
-      else if (c == '\n') b.append("\\n");
-      else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
-      else b.append(c);
-    }
-    return b.append('"').toString();
-  }
-
   static String doc(JsonObject s) {
     List<String> parts = new ArrayList<>();
     if (s.has("description")) parts.add(s.get("description").getAsString());
@@ -398,6 +336,7 @@ public final class GenerateProtocol {
   }
 
   /** The constants a property may hold when it is a const or an enum made of consts so far, else null. */
+
   static JsonArray constsOf(JsonElement s) {
     if (!s.isJsonObject()) return null;
     JsonObject o = s.getAsJsonObject();

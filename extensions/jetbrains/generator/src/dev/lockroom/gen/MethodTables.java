@@ -5,9 +5,9 @@
 // Called by GenerateProtocol after the types are written.
 package dev.lockroom.gen;
 
-import static dev.lockroom.gen.GenerateProtocol.capitalize;
+import static dev.lockroom.gen.JavaNames.capitalize;
 import static dev.lockroom.gen.GenerateProtocol.kPackage;
-import static dev.lockroom.gen.GenerateProtocol.quote;
+import static dev.lockroom.gen.JavaNames.quote;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
@@ -27,7 +27,7 @@ final class MethodTables {
     if (def == null) return "Void";
     if (def.equals("Null")) return "Void";
     if (!gen.defs.has(def)) throw new GenerateProtocol.SchemaError("methods.json: " + kind + " names $defs." + def + ", which does not exist");
-    return GenerateProtocol.boxed(gen.declares(def) ? def : gen.aliasType(def, false));
+    return JavaNames.boxed(gen.declares(def) ? def : gen.aliasType(def, false));
   }
 
   static String constantOf(String method) {
